@@ -1,0 +1,93 @@
+"""Multi-head attention for every family: self or cross, MHA / GQA / MQA, optional RoPE and KV cache.
+
+One implementation on `F.scaled_dot_product_attention` serves causal, padding, sliding-window and
+ALiBi / relative-bias masks (all arrive as one `mask`); `n_kv_heads < n_heads` shares each K/V head
+among a group of query heads (Ainslie et al. 2023; n_kv_heads = 1 is MQA, Shazeer 2019).
+When attention maps are requested the same maths runs explicitly, softmax(QK^T / sqrt(d) + mask) V,
+so the probabilities can be returned.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lmforge.config import ModelConfig
+from lmforge.model.components.kv_cache import KVCache
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate (B, H, T, D) by angles given as cos/sin (B, 1, T, D) ("rotate half" pairing)."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos.to(x.dtype) + rotated * sin.to(x.dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.kv_heads
+        self.head_dim = config.head_size
+        self.dropout = config.attention_dropout
+        d, bias = config.d_model, config.bias
+        self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.out_proj = nn.Linear(self.n_heads * self.head_dim, d, bias=bias)
+
+    def _split(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, Tq, d_model)
+        mask: torch.Tensor | None = None,  # bool or additive, broadcastable to (B, H, Tq, Tk)
+        *,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,  # cos, sin for the query positions
+        context: torch.Tensor | None = None,  # (B, Tk, d_model) encoder memory for cross-attention
+        cache: KVCache | None = None,
+        is_causal: bool = False,  # fast path: plain causal mask, only when `mask` is None
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if rope is not None and context is not None:
+            raise ValueError("rotary positions are not used in cross-attention")
+        q = self._split(self.q_proj(x), self.n_heads)
+        if context is not None and cache is not None and cache.length > 0:
+            k, v = cache.k, cache.v  # cross-attention memory projected at the first step
+        else:
+            source = x if context is None else context
+            k = self._split(self.k_proj(source), self.n_kv_heads)
+            v = self._split(self.v_proj(source), self.n_kv_heads)
+            if rope is not None:
+                q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+            if cache is not None:
+                k, v = cache.update(k, v)
+        dropout = self.dropout if self.training else 0.0
+        if need_weights:
+            out, weights = self._explicit(q, k, v, mask, is_causal, dropout)
+        else:
+            weights = None
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal,
+                enable_gqa=self.n_kv_heads != self.n_heads,
+            )  # (B, H, Tq, D)
+        B, _, T, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(B, T, -1)), weights
+
+    def _explicit(self, q, k, v, mask, is_causal, dropout):
+        """The textbook computation; returns the attention probabilities (B, H, Tq, Tk) too."""
+        groups = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+        if is_causal:
+            Tq, Tk = scores.shape[-2:]
+            mask = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(Tk - Tq)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+        weights = scores.float().softmax(-1).type_as(q)
+        return F.dropout(weights, dropout) @ v, weights

@@ -1,0 +1,64 @@
+"""One Transformer layer: self-attention, optional cross-attention, MLP, each a residual sublayer.
+
+    pre-norm  (GPT-2, LLaMA, T5):  x = x + f(norm(x))
+    post-norm (2017, BERT):        x = norm(x + f(x))      "Add & Norm"
+
+Dropout is applied to each sublayer's output before the residual add, as in Vaswani et al. 2017.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lmforge.config import ModelConfig, Placement
+from lmforge.model.components.attention import Attention
+from lmforge.model.components.kv_cache import LayerCache
+from lmforge.model.components.mlp import MLP
+from lmforge.model.components.norms import build_norm
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig, cross_attention: bool = False) -> None:
+        super().__init__()
+        self.pre_norm = config.norm_placement is Placement.pre
+        self.attn_norm = build_norm(config)
+        self.attn = Attention(config)
+        self.cross_norm = build_norm(config) if cross_attention else None
+        self.cross_attn = Attention(config) if cross_attention else None
+        self.mlp_norm = build_norm(config)
+        self.mlp = MLP(config)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, T, d_model)
+        mask: torch.Tensor | None,
+        *,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        is_causal: bool = False,
+        memory: torch.Tensor | None = None,  # (B, Tm, d_model) encoder output
+        memory_mask: torch.Tensor | None = None,
+        cache: LayerCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        h, weights = self.attn(
+            self._in(x, self.attn_norm), mask, rope=rope, is_causal=is_causal,
+            cache=cache.self_attn if cache else None, need_weights=need_weights,
+        )
+        x = self._out(x, h, self.attn_norm)
+        if self.cross_attn is not None:
+            h, _ = self.cross_attn(
+                self._in(x, self.cross_norm), memory_mask, context=memory,
+                cache=cache.cross_attn if cache else None,
+            )
+            x = self._out(x, h, self.cross_norm)
+        x = self._out(x, self.mlp(self._in(x, self.mlp_norm)), self.mlp_norm)
+        return x, weights
+
+    def _in(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        return norm(x) if self.pre_norm else x
+
+    def _out(self, x: torch.Tensor, h: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        x = x + self.dropout(h)
+        return x if self.pre_norm else norm(x)
