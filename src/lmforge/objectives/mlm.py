@@ -1,0 +1,71 @@
+"""Masked language modelling objective (Devlin et al. 2018), with optional next-sentence prediction.
+
+The loss is computed on the selected positions only, with sparse prediction: the model receives
+`predict_mask = labels != -100` and projects to the vocabulary only those rows, `(N, V)` in the
+row-major order of `predict_mask.nonzero()` (as in cramming, Geiping & Goldstein 2022), instead of
+all `(B, T, V)`. With `nsp=True` the NSP head reads `last_hidden_state` and the total loss is
+MLM + NSP, as in BERT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lmforge.errors import ConfigError
+from lmforge.objectives.losses import ratio, token_cross_entropy
+from lmforge.objectives.masking import IGNORE_INDEX
+from lmforge.objectives.nsp import NSPHead
+
+
+class MaskedLMObjective(nn.Module):
+    """`objective(model, batch) -> (loss, stats)` for BERT/RoBERTa pretraining.
+
+    Batch: `input_ids`, `attention_mask`, `labels` `(B, T)`; `token_type_ids` optional;
+    `nsp_labels` `(B,)` required when `nsp=True`.
+    Stats (detached 0-dim): loss, mlm_loss, mlm_accuracy, n_masked, n_tokens (= n_masked),
+    nll_sum, n_correct, and with NSP: nsp_loss, nsp_accuracy.
+    """
+
+    def __init__(self, d_model: int, nsp: bool = False, label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing={label_smoothing}: expected a value in [0, 1)")
+        self.label_smoothing = float(label_smoothing)
+        self.nsp_head = NSPHead(d_model) if nsp else None
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        labels = batch["labels"]  # (B, T)
+        predict_mask = labels != IGNORE_INDEX  # (B, T)
+        out = model(
+            batch["input_ids"],
+            attention_mask=batch.get("attention_mask"),
+            # Sentence pairs also work without segment embeddings (RoBERTa-style): [SEP] marks the break.
+            token_type_ids=batch.get("token_type_ids") if model.config.n_segments else None,
+            predict_mask=predict_mask,
+        )
+        mlm = token_cross_entropy(out.logits, labels[predict_mask], self.label_smoothing)  # logits (N, V)
+        loss = mlm.loss
+        stats = {
+            "mlm_loss": mlm.loss.detach(),
+            "mlm_accuracy": ratio(mlm.n_correct, mlm.n_tokens),
+            "n_masked": mlm.n_tokens,
+            "n_tokens": mlm.n_tokens,
+            "nll_sum": mlm.nll_sum,
+            "n_correct": mlm.n_correct,
+        }
+        if self.nsp_head is not None:
+            if "nsp_labels" not in batch:
+                raise ConfigError(
+                    "batch without 'nsp_labels': nsp=True expects sentence-pair items with nsp_label"
+                )
+            nsp_logits = self.nsp_head(out.last_hidden_state)  # (B, 2)
+            nsp_labels = batch["nsp_labels"]  # (B,)
+            nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+            loss = loss + nsp_loss
+            stats["nsp_loss"] = nsp_loss.detach()
+            stats["nsp_accuracy"] = (nsp_logits.argmax(-1) == nsp_labels).float().mean().detach()
+        stats["loss"] = loss.detach()
+        return loss, stats

@@ -1,0 +1,49 @@
+"""Teacher-forced encoder-decoder objective, used for T5 span corruption (Raffel et al. 2020).
+
+The decoder reads `decoder_input_ids` (start token + targets shifted right, built by the collator)
+and its logits at position t are scored against `labels[:, t]`; padding is -100. The same loss
+serves any sequence-to-sequence task (translation, Vaswani et al. 2017) whose batches have these keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torch import Tensor, nn
+
+from lmforge.errors import ConfigError
+from lmforge.objectives.losses import ratio, token_cross_entropy
+
+
+class SpanCorruptionObjective(nn.Module):
+    """`objective(model, batch) -> (loss, stats)` for T5-style pretraining.
+
+    Batch: `input_ids`, `attention_mask` `(B, T_enc)`; `decoder_input_ids`, `decoder_attention_mask`,
+    `labels` `(B, T_dec)`. Stats (detached 0-dim): loss, accuracy, n_tokens, nll_sum, n_correct.
+    """
+
+    def __init__(self, label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing={label_smoothing}: expected a value in [0, 1)")
+        self.label_smoothing = float(label_smoothing)
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        out = model(
+            batch["input_ids"],
+            attention_mask=batch.get("attention_mask"),
+            decoder_input_ids=batch["decoder_input_ids"],
+            decoder_attention_mask=batch.get("decoder_attention_mask"),
+        )
+        logits = out.logits  # (B, T_dec, V)
+        result = token_cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), self.label_smoothing
+        )
+        stats = {
+            "loss": result.loss.detach(),
+            "accuracy": ratio(result.n_correct, result.n_tokens),
+            "n_tokens": result.n_tokens,
+            "nll_sum": result.nll_sum,
+            "n_correct": result.n_correct,
+        }
+        return result.loss, stats

@@ -1,0 +1,56 @@
+"""AdamW (Loshchilov & Hutter 2019) with weight decay on matrices only.
+
+Following nanoGPT and litgpt: every parameter with two or more dimensions (linear weights,
+embedding tables) is decayed; one-dimensional ones (biases, norm gains, NSP pooler bias) are not,
+since shrinking a gain or a bias towards zero regularises nothing useful. Tied parameters are
+counted once; frozen parameters (`requires_grad=False`) are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import nn
+
+from lmforge.errors import ConfigError
+
+
+def parameter_groups(model_or_params: nn.Module | Iterable[nn.Parameter], weight_decay: float) -> list[dict]:
+    """Two AdamW groups: `{"params": >=2-D, "weight_decay": wd}` and `{"params": 1-D, "weight_decay": 0}`."""
+    params = model_or_params.parameters() if isinstance(model_or_params, nn.Module) else model_or_params
+    seen: set[int] = set()
+    decay, no_decay = [], []
+    for p in params:
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        (decay if p.dim() >= 2 else no_decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def build_optimizer(
+    model_or_params: nn.Module | Iterable[nn.Parameter],
+    lr: float,
+    weight_decay: float = 0.1,
+    betas: Sequence[float] = (0.9, 0.95),
+    eps: float = 1e-8,
+) -> torch.optim.AdamW:
+    """AdamW over `parameter_groups`; `betas` may be a list (as Hydra passes it)."""
+    if not lr > 0:
+        raise ConfigError(f"lr={lr}: expected a learning rate > 0")
+    if weight_decay < 0:
+        raise ConfigError(f"weight_decay={weight_decay}: expected a value >= 0")
+    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+        raise ConfigError(f"betas={list(betas)}: expected two values in [0, 1)")
+    if not eps > 0:
+        raise ConfigError(f"eps={eps}: expected a value > 0")
+    groups = parameter_groups(model_or_params, weight_decay)
+    if not groups[0]["params"] and not groups[1]["params"]:
+        raise ConfigError(
+            "parameters: got none that require grad, expected a model with trainable parameters"
+        )
+    return torch.optim.AdamW(groups, lr=lr, betas=(float(betas[0]), float(betas[1])), eps=eps)
