@@ -125,9 +125,13 @@ class ModelConfig:
             if value is not None and value < 1:
                 raise ConfigError(f"model.{name}: got {value}, expected null or an integer >= 1")
         if self.sliding_window is not None and self.sliding_window < 1:
-            raise ConfigError(f"model.sliding_window: got {self.sliding_window}, expected null or a window >= 1")
+            raise ConfigError(
+                f"model.sliding_window: got {self.sliding_window}, expected null or a window >= 1"
+            )
         if self.global_every is not None and self.sliding_window is None:
-            raise ConfigError(f"model.global_every: got {self.global_every}, expected null without a sliding_window")
+            raise ConfigError(
+                f"model.global_every: got {self.global_every}, expected null without a sliding_window"
+            )
         if self.head_dim is None and self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.d_model: got {self.d_model}, expected a multiple of n_heads={self.n_heads} (or set head_dim)"
@@ -140,7 +144,9 @@ class ModelConfig:
             raise ConfigError(f"model.head_dim: got {self.head_size}, expected an even size for rope")
         for name in ["dropout", "embedding_dropout", "attention_dropout"]:
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ConfigError(f"model.{name}: got {getattr(self, name)}, expected a probability in [0, 1)")
+                raise ConfigError(
+                    f"model.{name}: got {getattr(self, name)}, expected a probability in [0, 1)"
+                )
         for name in ["norm_eps", "init_std", "rope_base"]:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"model.{name}: got {getattr(self, name)}, expected a number > 0")

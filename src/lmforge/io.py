@@ -23,6 +23,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    os.chmod(tmp_path, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
     try:
         yield tmp_path
         os.replace(tmp_path, path)

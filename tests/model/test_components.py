@@ -70,8 +70,10 @@ def test_gqa_and_mqa_equal_mha_with_repeated_kv_weights():
         assert grouped.k_proj.weight.shape == (n_kv * 8, 32)
         for need_weights in (False, True):
             torch.testing.assert_close(
-                grouped(x, is_causal=True, need_weights=need_weights)[0], mha(x, is_causal=True)[0],
-                atol=1e-5, rtol=1e-5,
+                grouped(x, is_causal=True, need_weights=need_weights)[0],
+                mha(x, is_causal=True)[0],
+                atol=1e-5,
+                rtol=1e-5,
             )
 
 

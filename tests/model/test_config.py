@@ -12,8 +12,14 @@ from lmforge.errors import ConfigError
     ("values", "needle"),
     [
         ({"d_model": 30, "n_heads": 4}, "model.d_model: got 30, expected a multiple of n_heads=4"),
-        ({"d_model": 384, "n_heads": 6, "n_kv_heads": 4}, "model.n_kv_heads: got 4, expected a divisor of n_heads=6"),
-        ({"position": "spiral"}, "model.position: got 'spiral', expected one of: learned, sinusoidal, rope, alibi"),
+        (
+            {"d_model": 384, "n_heads": 6, "n_kv_heads": 4},
+            "model.n_kv_heads: got 4, expected a divisor of n_heads=6",
+        ),
+        (
+            {"position": "spiral"},
+            "model.position: got 'spiral', expected one of: learned, sinusoidal, rope, alibi",
+        ),
         ({"sliding_window": 0}, "model.sliding_window: got 0, expected null or a window >= 1"),
         ({"n_heads": "four"}, "model.n_heads: got 'four' (str), expected an integer"),
         ({"dropout": 1.5}, "model.dropout: got 1.5, expected a probability in [0, 1)"),

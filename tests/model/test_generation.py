@@ -23,7 +23,9 @@ def test_top_p_keeps_the_smallest_set_reaching_p():
     assert filter_logits(logits, top_p=0.5).isfinite().tolist() == [[True, False, False, False]]
     assert filter_logits(logits, top_p=0.8).isfinite().tolist() == [[True, True, False, False]]
     assert filter_logits(logits, top_p=0.81).isfinite().tolist() == [[True, True, True, False]]
-    assert filter_logits(logits[:, [2, 0, 3, 1]], top_p=0.8).isfinite().tolist() == [[False, True, False, True]]
+    assert filter_logits(logits[:, [2, 0, 3, 1]], top_p=0.8).isfinite().tolist() == [
+        [False, True, False, True]
+    ]
 
 
 def test_temperature_zero_is_greedy_and_sampling_follows_the_distribution():
@@ -54,7 +56,9 @@ def test_generate_is_reproducible_with_a_generator():
     model = build_model(tiny(family="decoder")).eval()
     prompt = torch.randint(1, 61, (2, 3))
     runs = [
-        generate(model, prompt, max_new_tokens=8, top_k=10, top_p=0.9, generator=torch.Generator().manual_seed(7))
+        generate(
+            model, prompt, max_new_tokens=8, top_k=10, top_p=0.9, generator=torch.Generator().manual_seed(7)
+        )
         for _ in range(2)
     ]
     assert torch.equal(*runs)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers import tiny
 from lmforge.model import build_model
 from lmforge.objectives import CausalLMObjective, MaskedLMObjective, SpanCorruptionObjective
 from lmforge.objectives.collate import CausalLMCollator, MLMCollator, SpanCorruptionCollator
-
-from helpers import tiny
 
 VOCAB, PAD, CLS, SEP, MASK = 64, 0, 1, 2, 3
 SENTINELS = list(range(54, 64))

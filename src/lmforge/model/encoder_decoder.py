@@ -61,8 +61,14 @@ class EncoderDecoder(nn.Module):
         positions = positions_for(decoder_attention_mask, cache_length(cache), T, decoder_input_ids.device)
         x = self.decoder_embeddings(decoder_input_ids, positions[:, -T:])
         out = self.decoder(
-            x, positions, decoder_attention_mask, memory=memory, memory_valid=attention_mask, cache=cache,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
+            x,
+            positions,
+            decoder_attention_mask,
+            memory=memory,
+            memory_valid=attention_mask,
+            cache=cache,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
         )
         return ModelOutput(
             logits=self.head(out.last_hidden_state),
@@ -79,6 +85,9 @@ class EncoderDecoder(nn.Module):
         self_size = (batch, c.kv_heads, min(max_len, c.max_seq_len), c.head_size)
         cross_size = (batch, c.kv_heads, memory_len, c.head_size)
         return [
-            LayerCache(KVCache(*self_size, device=device, dtype=dtype), KVCache(*cross_size, device=device, dtype=dtype))
+            LayerCache(
+                KVCache(*self_size, device=device, dtype=dtype),
+                KVCache(*cross_size, device=device, dtype=dtype),
+            )
             for _ in range(c.n_layers)
         ]

@@ -71,7 +71,9 @@ def generate(
     config = model.config
     B, device = input_ids.shape[0], input_ids.device
     if config.family is Family.encoder:
-        raise ConfigError("generate: got an encoder (bidirectional) model, expected a decoder or encoder_decoder")
+        raise ConfigError(
+            "generate: got an encoder (bidirectional) model, expected a decoder or encoder_decoder"
+        )
 
     if config.family is Family.encoder_decoder:
         if decoder_start_token_id is None:
@@ -79,8 +81,11 @@ def generate(
         memory = model.encode(input_ids, attention_mask).last_hidden_state
         tokens = torch.full((B, 1), decoder_start_token_id, dtype=torch.long, device=device)
         token_mask = None
-        cache = model.init_cache(B, 1 + max_new_tokens, memory.shape[1], device=device, dtype=memory.dtype) \
-            if use_cache else None
+        cache = (
+            model.init_cache(B, 1 + max_new_tokens, memory.shape[1], device=device, dtype=memory.dtype)
+            if use_cache
+            else None
+        )
 
         def step(new_tokens: torch.Tensor) -> torch.Tensor:
             ids = new_tokens if use_cache else tokens
@@ -89,8 +94,11 @@ def generate(
         tokens = input_ids
         token_mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
         dtype = next(model.parameters()).dtype
-        cache = model.init_cache(B, tokens.shape[1] + max_new_tokens, device=device, dtype=dtype) \
-            if use_cache else None
+        cache = (
+            model.init_cache(B, tokens.shape[1] + max_new_tokens, device=device, dtype=dtype)
+            if use_cache
+            else None
+        )
 
         def step(new_tokens: torch.Tensor) -> torch.Tensor:
             ids = new_tokens if use_cache else tokens

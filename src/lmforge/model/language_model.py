@@ -1,6 +1,6 @@
 """Single-stack language models: the encoder (BERT, bidirectional) and the decoder (GPT, causal).
 
-    input_ids -> Embeddings -> TransformerStack (causal iff family == decoder) -> LMHead -> logits
+input_ids -> Embeddings -> TransformerStack (causal iff family == decoder) -> LMHead -> logits
 """
 
 from __future__ import annotations
@@ -44,8 +44,12 @@ class TransformerLM(nn.Module):
         positions = positions_for(attention_mask, cache_length(cache), T, input_ids.device)
         x = self.embeddings(input_ids, positions[:, -T:], token_type_ids)
         out = self.stack(
-            x, positions, attention_mask, cache=cache,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
+            x,
+            positions,
+            attention_mask,
+            cache=cache,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
         )
         return ModelOutput(
             logits=self.head(out.last_hidden_state, predict_mask),

@@ -13,8 +13,10 @@ from lmforge.model.components.embeddings import Embeddings
 def count_parameters(model: nn.Module) -> dict[str, int]:
     tables = {
         id(table.weight)
-        for module in model.modules() if isinstance(module, Embeddings)
-        for table in (module.tok, module.pos, module.seg) if table is not None
+        for module in model.modules()
+        if isinstance(module, Embeddings)
+        for table in (module.tok, module.pos, module.seg)
+        if table is not None
     }
     unique = {id(p): p for p in model.parameters()}  # a tied matrix appears once
     total = sum(p.numel() for p in unique.values())

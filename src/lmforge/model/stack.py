@@ -44,12 +44,18 @@ class TransformerStack(nn.Module):
         self.final_norm = build_norm(config) if config.final_norm else None
         self.rotary = (
             Rotary(config.head_size, config.max_seq_len, config.rope_base)
-            if config.position is Position.rope else None
+            if config.position is Position.rope
+            else None
         )
         self.relative = (
-            RelativePositionBias(config.n_heads, config.relative_buckets, config.relative_max_distance,
-                                 bidirectional=not causal)
-            if config.position is Position.relative else None
+            RelativePositionBias(
+                config.n_heads,
+                config.relative_buckets,
+                config.relative_max_distance,
+                bidirectional=not causal,
+            )
+            if config.position is Position.relative
+            else None
         )
         if config.position is Position.alibi:
             self.register_buffer("alibi_slopes", alibi_slopes(config.n_heads), persistent=False)
@@ -81,8 +87,14 @@ class TransformerStack(nn.Module):
         attentions = [] if output_attentions else None
         for i, layer in enumerate(self.layers):
             x, weights = layer(
-                x, masks[self.config.is_local(i)], rope=rope, is_causal=is_causal, memory=memory,
-                memory_mask=memory_mask, cache=cache[i] if cache else None, need_weights=output_attentions,
+                x,
+                masks[self.config.is_local(i)],
+                rope=rope,
+                is_causal=is_causal,
+                memory=memory,
+                memory_mask=memory_mask,
+                cache=cache[i] if cache else None,
+                need_weights=output_attentions,
             )
             if hidden_states is not None:
                 hidden_states.append(x)
@@ -108,6 +120,8 @@ class TransformerStack(nn.Module):
         masks = {}
         for local in {self.config.is_local(i) for i in range(len(self.layers))}:
             window = self.config.sliding_window if local else None
-            allowed = self_attention_mask(q_idx, k_idx, causal=self.causal, window=window, key_valid=key_valid)
+            allowed = self_attention_mask(
+                q_idx, k_idx, causal=self.causal, window=window, key_valid=key_valid
+            )
             masks[local] = with_bias(allowed, bias)
         return masks, False

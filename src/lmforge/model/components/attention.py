@@ -73,7 +73,12 @@ class Attention(nn.Module):
         else:
             weights = None
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal,
+                q,
+                k,
+                v,
+                attn_mask=mask,
+                dropout_p=dropout,
+                is_causal=is_causal,
                 enable_gqa=self.n_kv_heads != self.n_heads,
             )  # (B, H, Tq, D)
         B, _, T, _ = out.shape

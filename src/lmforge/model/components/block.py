@@ -43,13 +43,19 @@ class Block(nn.Module):
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         h, weights = self.attn(
-            self._in(x, self.attn_norm), mask, rope=rope, is_causal=is_causal,
-            cache=cache.self_attn if cache else None, need_weights=need_weights,
+            self._in(x, self.attn_norm),
+            mask,
+            rope=rope,
+            is_causal=is_causal,
+            cache=cache.self_attn if cache else None,
+            need_weights=need_weights,
         )
         x = self._out(x, h, self.attn_norm)
         if self.cross_attn is not None:
             h, _ = self.cross_attn(
-                self._in(x, self.cross_norm), memory_mask, context=memory,
+                self._in(x, self.cross_norm),
+                memory_mask,
+                context=memory,
                 cache=cache.cross_attn if cache else None,
             )
             x = self._out(x, h, self.cross_norm)

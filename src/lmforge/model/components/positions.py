@@ -90,7 +90,9 @@ class RelativePositionBias(nn.Module):
             distance = (-relative).clamp(min=0)  # only the past is visible
         max_exact = n // 2
         is_small = distance < max_exact
-        log_ratio = torch.log(distance.float().clamp(min=1) / max_exact) / math.log(self.max_distance / max_exact)
+        log_ratio = torch.log(distance.float().clamp(min=1) / max_exact) / math.log(
+            self.max_distance / max_exact
+        )
         large = max_exact + (log_ratio * (n - max_exact)).long()
         large = large.clamp(max=n - 1)
         return bucket + torch.where(is_small, distance, large)

@@ -1,0 +1,20 @@
+"""DVC stage `encode`: encode every prepared split into memory-mapped token arrays.
+
+Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents.npy and meta.json.
+(Named encode.py, not tokenize.py, which would shadow the standard library module.)
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.data.encode import run
+from lmforge.tracking import execute
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute(f"encode:{cfg.tokenizer.name}", run, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""DVC stage `prepare`: fetch or read the raw corpus, clean, deduplicate and split it by document.
+
+Writes data/prepared/{train,val,test}.jsonl, reports/data_card.md and reports/data.json
+(paths from the `data` config group). Example: `python pipelines/prepare.py data=local data.local.path=corpus/`.
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.data.prepare import run
+from lmforge.tracking import execute
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute("prepare", run, cfg)
+
+
+if __name__ == "__main__":
+    main()

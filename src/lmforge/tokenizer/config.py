@@ -1,0 +1,44 @@
+"""Structured config of the `tokenizer` group, validated when the tokenizer and encode stages start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from lmforge.errors import ConfigError
+from lmforge.structured import validate
+
+
+class Kind(str, Enum):
+    wordpiece = "wordpiece"  # BERT (Devlin et al., 2019): BertPreTokenizer, "##" continuations, [CLS]/[SEP]
+    bpe = "bpe"  # GPT-2 (Radford et al., 2019): byte-level BPE, no unknown token
+
+
+@dataclass
+class TokenizerConfig:
+    name: str = "wordpiece"  # names the output folders: {dir}/{name}/, {encoded_dir}/{name}/
+    kind: Kind = Kind.wordpiece  # wordpiece | bpe
+    vocab_size: int = 8192  # target size, special and sentinel tokens included
+    min_frequency: int = 2  # a merge / piece must occur this often in the training text
+    lowercase: bool = True  # WordPiece only: BERT-uncased style lowercasing and accent stripping
+    n_sentinels: int = 100  # <extra_id_0..n-1> span-corruption sentinels (T5, Raffel et al., 2020)
+    dir: str = "artifacts/tokenizers"  # output: {dir}/{name}/tokenizer.json
+    encoded_dir: str = "data/encoded"  # output of the encode stage: {encoded_dir}/{name}/
+    reports_dir: str = "reports/tokenizer"  # output: {reports_dir}/{name}.json
+    batch_size: int = 1000  # sentences per batch when training / encoding
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ConfigError(f"tokenizer.name={self.name!r}; expected a non-empty folder name without '/'")
+        for key in ("vocab_size", "min_frequency", "batch_size"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"tokenizer.{key}={getattr(self, key)}; expected a positive integer")
+        if self.n_sentinels < 0:
+            raise ConfigError(f"tokenizer.n_sentinels={self.n_sentinels}; expected >= 0")
+
+
+def tokenizer_config(cfg: Any) -> TokenizerConfig:
+    """The validated `tokenizer` group of a full Hydra config (or of a bare tokenizer node)."""
+    node = cfg["tokenizer"] if "tokenizer" in cfg else cfg
+    return validate(TokenizerConfig, node, "tokenizer")

@@ -1,0 +1,58 @@
+"""The `tokenizer` stage: train on the prepared train split, save one tokenizer.json, report on val.
+
+Outputs:
+    {tokenizer.dir}/{name}/tokenizer.json
+    {tokenizer.reports_dir}/{name}.json   vocab size, tokens/word, bytes/token, UNK rate (val split)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from lmforge.data.config import data_config
+from lmforge.data.documents import iter_sentences
+from lmforge.errors import DataError
+from lmforge.io import atomic_path, write_json
+from lmforge.stage import StageResult
+from lmforge.tokenizer.builders import check_vocab_size, train_tokenizer
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tokenizer.stats import tokenizer_stats
+
+
+def batched(items: Iterator[str], size: int) -> Iterator[list[str]]:
+    while batch := list(islice(items, size)):
+        yield batch
+
+
+def tokenizer_path(tokenizer_dir: str | Path, name: str) -> Path:
+    return Path(tokenizer_dir) / name / "tokenizer.json"
+
+
+def run(cfg: Any) -> StageResult:
+    """Run the stage for a full Hydra config (uses its `data` and `tokenizer` groups)."""
+    tok_cfg, data = tokenizer_config(cfg), data_config(cfg)
+    check_vocab_size(tok_cfg)  # before reading any data
+    prepared = Path(data.prepared_dir)
+    n_seen = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal n_seen
+        for sentence in iter_sentences(prepared / "train.jsonl"):
+            n_seen += 1
+            yield sentence
+
+    tokenizer = train_tokenizer(tok_cfg, batched(counted(), tok_cfg.batch_size))
+    if n_seen == 0:
+        raise DataError(f"{prepared / 'train.jsonl'} has no sentences; expected a non-empty train split")
+    stats = tokenizer_stats(tokenizer, list(iter_sentences(prepared / "val.jsonl")))
+
+    out = tokenizer_path(tok_cfg.dir, tok_cfg.name)
+    with atomic_path(out) as tmp:
+        tokenizer.save(str(tmp))
+    report = Path(tok_cfg.reports_dir) / f"{tok_cfg.name}.json"
+    write_json(report, {"name": tok_cfg.name, "kind": tok_cfg.kind.value, "split": "val", **stats})
+    metrics = {f"tokenizer/{key}": float(value) for key, value in stats.items()}
+    return StageResult(metrics, [str(out), str(report)])

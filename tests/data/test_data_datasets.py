@@ -1,0 +1,147 @@
+"""Packing and sentence-pair datasets, checked against synthetic token ids whose values encode position.
+
+Token ids increase by one along the whole corpus (10, 11, 12, ...), so "consecutive in the text"
+is simply "each id is one more than the previous", and an id identifies its document.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lmforge.data.datasets import PackedDataset, SentencePairDataset, pack_stream
+from lmforge.errors import ConfigError, DataError
+
+BOS, EOS, CLS, SEP = 5, 1, 2, 3
+
+
+def synthetic_documents(n_docs: int = 40, seed: int = 0) -> list[list[list[int]]]:
+    rng = np.random.default_rng(seed)
+    next_id, docs = 10, []
+    for _ in range(n_docs):
+        doc = []
+        for _ in range(rng.integers(1, 9)):  # some single-sentence documents too
+            length = int(rng.integers(2, 7))
+            doc.append(list(range(next_id, next_id + length)))
+            next_id += length
+        docs.append(doc)
+    return docs
+
+
+def reference_stream(docs, bos=None, eos=None) -> list[int]:
+    out = []
+    for doc in docs:
+        out += (
+            ([bos] if bos is not None else [])
+            + [t for s in doc for t in s]
+            + ([eos] if eos is not None else [])
+        )
+    return out
+
+
+@pytest.mark.parametrize(("bos", "eos"), [(None, EOS), (BOS, EOS), (BOS, None), (None, None)])
+def test_pack_stream_matches_reference(make_encoded, bos, eos):
+    docs = synthetic_documents(7)
+    assert pack_stream(make_encoded(docs), eos_id=eos, bos_id=bos).tolist() == reference_stream(
+        docs, bos, eos
+    )
+
+
+def test_packed_blocks_are_full_and_put_eos_between_documents(make_encoded):
+    docs = synthetic_documents()
+    ds = PackedDataset(make_encoded(docs), block_size=16, eos_id=EOS)
+    stream = reference_stream(docs, eos=EOS)
+    assert len(ds) == len(stream) // 16
+    blocks = [ds[i] for i in range(len(ds))]
+    assert all(b["input_ids"].shape == (16,) and b["input_ids"].dtype == torch.long for b in blocks)
+    assert [b["index"] for b in blocks] == list(range(len(ds)))
+    assert torch.cat([b["input_ids"] for b in blocks]).tolist() == stream[: len(ds) * 16]
+    with pytest.raises(IndexError):
+        ds[len(ds)]
+
+
+def test_packed_blocks_wrapped_in_cls_sep_keep_block_size(make_encoded):
+    docs = synthetic_documents()
+    ds = PackedDataset(make_encoded(docs), block_size=12, eos_id=SEP, cls_id=CLS, sep_id=SEP)
+    body = reference_stream(docs, eos=SEP)
+    for i in (0, 1, len(ds) - 1):
+        ids = ds[i]["input_ids"].tolist()
+        assert len(ids) == 12 and ids[0] == CLS and ids[-1] == SEP
+        assert ids[1:-1] == body[i * 10 : (i + 1) * 10]
+
+
+def test_packed_errors(make_encoded):
+    split = make_encoded([[[10, 11, 12]]])
+    with pytest.raises(DataError, match="fewer than one block"):
+        PackedDataset(split, block_size=8)
+    with pytest.raises(ConfigError, match="block_size=2"):
+        PackedDataset(split, block_size=2, cls_id=CLS, sep_id=SEP)
+
+
+def document_of(docs) -> dict[int, int]:
+    return {t: d for d, doc in enumerate(docs) for s in doc for t in s}
+
+
+def segments(item) -> tuple[list[int], list[int]]:
+    ids, types = item["input_ids"].tolist(), item["token_type_ids"].tolist()
+    first_sep = ids.index(SEP)
+    assert ids[0] == CLS and ids[-1] == SEP
+    assert types == [0] * (first_sep + 1) + [1] * (len(ids) - first_sep - 1)
+    return ids[1:first_sep], ids[first_sep + 1 : -1]
+
+
+def test_nsp_pairs_are_real_continuations_or_other_documents(make_encoded):
+    docs = synthetic_documents()
+    ds = SentencePairDataset(make_encoded(docs), max_len=20, cls_id=CLS, sep_id=SEP, seed=3)
+    doc_of = document_of(docs)
+    labels = []
+    for epoch in range(8):
+        ds.set_epoch(epoch)
+        for i in range(len(ds)):
+            item = ds[i]
+            a, b = segments(item)
+            assert len(item["input_ids"]) <= 20 and a and b and item["index"] == i
+            assert a == list(range(a[0], a[0] + len(a)))  # A is contiguous text
+            if item["nsp_label"] == 1:
+                assert b[0] == a[-1] + 1 and b == list(range(b[0], b[0] + len(b)))  # B continues A
+                assert doc_of[a[0]] == doc_of[b[-1]]
+            else:
+                assert doc_of[b[0]] != doc_of[a[0]]
+            labels.append(item["nsp_label"])
+    n, p = len(labels), sum(labels) / len(labels)
+    assert abs(p - 0.5) < 4 * math.sqrt(0.25 / n), (n, p)
+
+
+def test_nsp_is_deterministic_by_seed_index_and_epoch(make_encoded):
+    split = make_encoded(synthetic_documents())
+
+    def draws(seed, epoch):
+        ds = SentencePairDataset(split, max_len=20, cls_id=CLS, sep_id=SEP, seed=seed)
+        ds.set_epoch(epoch)
+        return [(ds[i]["input_ids"].tolist(), ds[i]["nsp_label"]) for i in range(len(ds))]
+
+    assert draws(0, 0) == draws(0, 0)
+    assert draws(0, 0) != draws(1, 0)
+    assert draws(0, 0) != draws(0, 1)
+
+
+def test_single_segment_mode(make_encoded):
+    docs = synthetic_documents()
+    ds = SentencePairDataset(make_encoded(docs), max_len=12, cls_id=CLS, sep_id=SEP, nsp=False)
+    covered = set()
+    for i in range(len(ds)):
+        item = ds[i]
+        ids = item["input_ids"].tolist()
+        assert item["nsp_label"] == -1 and ids[0] == CLS and ids[-1] == SEP and len(ids) <= 12
+        assert item["token_type_ids"].sum() == 0
+        assert ids[1:-1] == list(range(ids[1], ids[1] + len(ids) - 2))
+        covered.add(document_of(docs)[ids[1]])
+    assert covered == set(range(len(docs)))  # single-sentence documents are used too
+
+
+def test_nsp_needs_two_documents(make_encoded):
+    with pytest.raises(DataError, match="NSP needs at least 2"):
+        SentencePairDataset(make_encoded([[[10, 11], [12, 13]]]), max_len=10, cls_id=CLS, sep_id=SEP)

@@ -1,0 +1,100 @@
+"""The encode stage: token arrays and offsets round-trip to the tokenizer's own ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from lmforge.data.documents import SPLITS, Document, read_documents, write_documents
+from lmforge.data.encode import run
+from lmforge.data.encoded import EncodedSplit, token_dtype
+from lmforge.errors import DataError
+from lmforge.tokenizer import load_tokenizer
+from lmforge.tokenizer.train import run as train_tokenizer
+
+
+@pytest.fixture(params=["wordpiece", "bpe"])
+def encoded_cfg(request, tmp_path: Path) -> DictConfig:
+    """Tiny prepared splits and a tokenizer of the parametrised kind trained on them."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    for i, split in enumerate(SPLITS):
+        docs = [
+            Document(
+                f"{split}{d}",
+                "test",
+                tuple(
+                    " ".join(words[(d + s + k) % 12] for k in range(3 + s)) + "." for s in range(d % 4 + 1)
+                ),
+            )
+            for d in range(6 + i)
+        ]
+        write_documents(tmp_path / "prepared" / f"{split}.jsonl", docs)
+    cfg = OmegaConf.create(
+        {
+            "data": {"prepared_dir": str(tmp_path / "prepared")},
+            "tokenizer": {
+                "name": request.param,
+                "kind": request.param,
+                "vocab_size": 300,
+                "min_frequency": 1,
+                "n_sentinels": 3,
+                "dir": str(tmp_path / "tok"),
+                "reports_dir": str(tmp_path / "rep"),
+                "encoded_dir": str(tmp_path / "encoded"),
+            },
+        }
+    )
+    train_tokenizer(cfg)
+    return cfg
+
+
+def test_encoded_arrays_round_trip_to_token_ids(encoded_cfg):
+    result = run(encoded_cfg)
+    name = encoded_cfg.tokenizer.name
+    tok = load_tokenizer(Path(encoded_cfg.tokenizer.dir) / name)
+    out = Path(encoded_cfg.tokenizer.encoded_dir) / name
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["dtype"] == "uint16" and meta["vocab_size"] == tok.get_vocab_size()
+    assert meta["special_ids"]["pad"] == 0 and len(meta["special_ids"]["sentinels"]) == 3
+    for split in SPLITS:
+        enc = EncodedSplit(out, split)
+        docs = list(read_documents(Path(encoded_cfg.data.prepared_dir) / f"{split}.jsonl"))
+        assert isinstance(enc.tokens, np.memmap) and enc.n_documents == len(docs)
+        assert meta["splits"][split] == {
+            "documents": enc.n_documents,
+            "sentences": enc.n_sentences,
+            "tokens": enc.n_tokens,
+        }
+        sentence = 0
+        for d, doc in enumerate(docs):
+            expected = [tok.encode(s, add_special_tokens=False).ids for s in doc.sentences]
+            assert list(enc.sentence_range(d)) == list(range(sentence, sentence + len(expected)))
+            assert [enc.sentence(i).tolist() for i in enc.sentence_range(d)] == expected
+            assert enc.document(d).tolist() == [t for ids in expected for t in ids]
+            sentence += len(expected)
+    assert result.metrics["encode/train_documents"] == 6
+    assert str(out / "meta.json") in result.artifacts and len(result.artifacts) == 10
+
+
+def test_token_dtype_follows_vocab_size():
+    assert token_dtype(65535) == np.uint16 and token_dtype(65536) == np.uint32
+
+
+def test_missing_or_inconsistent_encoded_split_is_a_data_error(encoded_cfg):
+    run(encoded_cfg)
+    out = Path(encoded_cfg.tokenizer.encoded_dir) / encoded_cfg.tokenizer.name
+    with pytest.raises(DataError, match="expected an encoded split"):
+        EncodedSplit(out, "dev")
+    (out / "val.bin").write_bytes((out / "val.bin").read_bytes()[:-2])
+    with pytest.raises(DataError, match="re-encode"):
+        EncodedSplit(out, "val")
+
+
+def test_encode_without_tokenizer_is_a_data_error(encoded_cfg, tmp_path):
+    encoded_cfg.tokenizer.dir = str(tmp_path / "nowhere")
+    with pytest.raises(DataError, match="run the tokenizer stage first"):
+        run(encoded_cfg)
