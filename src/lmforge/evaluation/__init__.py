@@ -1,0 +1,1 @@
+"""Evaluation: test metrics beside a unigram baseline, text samples and loss-curve plots."""

@@ -1,0 +1,131 @@
+"""The `evaluate` stage: test metrics of a pretrained checkpoint beside a unigram baseline.
+
+- decoder: test perplexity, next-token accuracy; samples decoded with the KV cache.
+- encoder: MLM loss, perplexity and accuracy on the selected tokens (fixed masks); NSP accuracy.
+- encoder-decoder: span-corruption loss and accuracy on the target tokens (fixed spans).
+Writes {eval.reports_dir}/{run_name}.json (for `dvc metrics show`) and, in {eval.reports_dir}/{run_name}/,
+the decoder's samples.json and a loss-curve loss.png.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from lmforge.config import Family
+from lmforge.errors import DataError
+from lmforge.evaluation.baseline import UnigramBaseline
+from lmforge.evaluation.plots import loss_curves
+from lmforge.io import write_json
+from lmforge.model import generate
+from lmforge.stage import StageResult
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.training.config import ObjectiveKind, objective_config, train_config
+from lmforge.training.datamodule import PretrainDataModule
+from lmforge.training.module import PretrainModule
+from lmforge.training.pretrain import tokenizer_paths
+
+
+def load_checkpoint(path: Path) -> PretrainModule:
+    if not path.is_file():
+        raise DataError(f"checkpoint {path} does not exist; run the pretrain stage first")
+    module = PretrainModule.load_from_checkpoint(str(path), map_location="cpu", weights_only=False)
+    return module.eval()
+
+
+@torch.no_grad()
+def test_metrics(module: PretrainModule, batches) -> dict[str, float]:
+    nll = n = correct = 0.0
+    nsp_correct = nsp_n = 0.0
+    for batch in batches:
+        _, stats = module(batch)
+        nll += float(stats["nll_sum"])
+        n += float(stats["n_tokens"])
+        correct += float(stats["n_correct"])
+        if "nsp_accuracy" in stats:
+            size = batch["input_ids"].shape[0]
+            nsp_correct += float(stats["nsp_accuracy"]) * size
+            nsp_n += size
+    if n == 0:
+        raise DataError("the test split yielded no target tokens; expected a non-empty test split")
+    loss = nll / n
+    out = {"loss": loss, "perplexity": math.exp(min(loss, 50.0)), "accuracy": correct / n, "n_tokens": n}
+    if nsp_n:
+        out["nsp_accuracy"] = nsp_correct / nsp_n
+    return out
+
+
+def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any]) -> list[dict[str, str]]:
+    """Continuations of fixed prompts, one batch, decoded with the KV cache."""
+    prompts = list(settings["prompts"])
+    encoded = [tokenizer.encode(p, add_special_tokens=False).ids for p in prompts]
+    width = max(len(e) for e in encoded)
+    ids = torch.full((len(encoded), width), specials.pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, e in enumerate(encoded):  # left padding: every prompt ends at the last column
+        ids[row, width - len(e) :], mask[row, width - len(e) :] = torch.tensor(e), 1
+    out = []
+    for name, temperature in (("greedy", 0.0), ("sampled", settings["temperature"])):
+        generated = generate(
+            module.model,
+            ids,
+            attention_mask=mask,
+            max_new_tokens=settings["max_new_tokens"],
+            temperature=temperature,
+            top_k=settings["top_k"],
+            top_p=settings["top_p"],
+            eos_token_id=specials.eos,
+            pad_token_id=specials.pad,
+            generator=torch.Generator().manual_seed(settings["seed"]),
+        )
+        for prompt, row in zip(prompts, generated[:, width:].tolist()):
+            text = tokenizer.decode([t for t in row if t != specials.pad], skip_special_tokens=True)
+            out.append({"decoding": name, "prompt": prompt, "continuation": text})
+    return out
+
+
+def run(cfg: Any) -> StageResult:
+    train, objective = train_config(cfg.train), objective_config(cfg.objective)
+    settings = OmegaConf.to_container(cfg.eval, resolve=True)
+    module = load_checkpoint(Path(train.out_dir) / "best.ckpt")
+    tokenizer_file, encoded_dir = tokenizer_paths(cfg)
+    tokenizer = load_tokenizer(tokenizer_file)
+    specials = special_token_ids(tokenizer)
+    data = PretrainDataModule(
+        str(encoded_dir), objective, train, specials, module.model_config.vocab_size, seed=cfg.seed
+    )
+    limit = settings["max_batches"]
+    test = list(itertools.islice(data.loader("test"), limit))
+    model_scores = test_metrics(module, test)
+    baseline = UnigramBaseline(module.model_config.vocab_size)
+    baseline.fit(itertools.islice(data.loader("train"), settings["baseline_batches"]), objective.kind)
+    base_scores = baseline.score(test, objective.kind)
+
+    name = cfg.run_name
+    reports = Path(settings["reports_dir"])
+    metrics = {f"test_{k}": v for k, v in model_scores.items()}
+    metrics.update({f"unigram_{k}": v for k, v in base_scores.items() if k != "n_tokens"})
+    metrics["loss_ratio_to_unigram"] = model_scores["loss"] / base_scores["loss"]
+    if "nsp_accuracy" in model_scores:
+        metrics["nsp_chance_accuracy"] = 0.5
+    write_json(reports / f"{name}.json", metrics)
+    artifacts = [str(reports / f"{name}.json")]
+
+    if module.model_config.family is Family.decoder and objective.kind is ObjectiveKind.clm:
+        write_json(reports / name / "samples.json", samples(module, tokenizer, specials, settings["samples"]))
+        artifacts.append(str(reports / name / "samples.json"))
+    curves = Path(train.reports_dir)
+    plot = loss_curves(
+        curves / "train_loss.csv",
+        curves / "val_loss.csv",
+        reports / name / "loss.png",
+        title=f"{name}: {objective.name}",
+        baseline=base_scores["loss"],
+    )
+    artifacts.append(str(plot))
+    return StageResult(metrics, artifacts)

@@ -1,0 +1,1 @@
+"""Training: the LightningModule, the data module, optimisers, schedules and the pretrain stage."""
