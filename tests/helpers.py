@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
 from lmforge.config import ModelConfig
 
 
@@ -10,3 +15,34 @@ def tiny(**overrides) -> ModelConfig:
     values = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_seq_len=64)
     values.update(overrides)
     return ModelConfig(**values)
+
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+SUBJECTS = ["the jury", "a farmer", "the old mayor", "my sister", "the committee", "a young doctor"]
+VERBS = ["said", "found", "wanted", "believed", "reported", "noticed"]
+OBJECTS = ["the evidence", "a new road", "the letter", "an answer", "the river", "some bread"]
+
+
+def write_corpus(folder: Path, n_documents: int = 60, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    for d in range(n_documents):
+        sentences = [
+            f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {1900 + d}."
+            for _ in range(rng.randint(12, 20))
+        ]
+        (folder / f"doc{d:03d}.txt").write_text(" ".join(sentences) + "\n")
+
+
+def stage_config(*overrides: str):
+    """The real composed config with the smoke overlay, the local corpus and no tracking."""
+    base = [
+        "experiment=smoke",
+        "logger=none",
+        "data=local",
+        "data.local.path=corpus",
+        "data.sentence_split=regex",
+    ]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=[*base, *overrides])

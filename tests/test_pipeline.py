@@ -1,6 +1,6 @@
 """End to end: the DVC pipeline on the smoke experiment, in a copy of the repository.
 
-One run checks that `dvc repro` builds every stage, that a second `dvc repro` runs nothing, that
+One run checks that `dvc exp run -S experiment=smoke` builds every stage, that a second `dvc repro` runs nothing, that
 editing one config value reruns exactly the stages downstream of it, that `dvc metrics show`
 reads every stage's numbers and that MLflow recorded one run per stage with its config and tags.
 """
@@ -38,7 +38,9 @@ def _copy_repository(dest: Path) -> None:
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
-    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(git + args, cwd=dest, check=True)
 
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -56,14 +58,13 @@ def _ran(output: str) -> set[str]:
 def test_smoke_pipeline_under_dvc(tmp_path):
     repo = tmp_path / "repo"
     _copy_repository(repo)
-    (repo / "params.yaml").write_text("experiment: smoke\n")
     env = {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{repo}/mlruns.db",
         "TOKENIZERS_PARALLELISM": "false",
     }
 
-    first = _dvc(["repro"], repo, env)
+    first = _dvc(["exp", "run", "-S", "experiment=smoke"], repo, env)  # an experiment on the smoke overlay
     assert _ran(first) == ALL_STAGES
     for family in FAMILIES:
         report = json.loads((repo / "reports" / "eval" / f"{family}.json").read_text())

@@ -1,0 +1,25 @@
+# Two entry points for a fresh machine: `make repro` (the pipeline) and `make test` (the tests).
+# Both create .venv on first use: torch first (the local CPU build), then the project pinned by
+# constraints.txt, so nothing resolves to a CUDA build or a different version.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev]" -c constraints.txt
+	$(BIN)/dvc config core.analytics false
+	touch $@
+
+.PHONY: install repro test test-fast
+install: $(VENV)/.installed
+
+repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate
+	TOKENIZERS_PARALLELISM=false $(BIN)/dvc repro
+
+test: install  ## every test, the slow end-to-end ones included (what CI runs)
+	$(BIN)/python -m pytest -q
+
+test-fast: install  ## the unit tests only (about a minute)
+	$(BIN)/python -m pytest -q -m "not slow"
