@@ -11,8 +11,7 @@ from collections.abc import Mapping
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lmforge.errors import ConfigError
-from lmforge.objectives.losses import ratio, token_cross_entropy
+from lmforge.objectives.losses import check_label_smoothing, token_cross_entropy
 from lmforge.objectives.masking import IGNORE_INDEX
 
 
@@ -25,9 +24,7 @@ class CausalLMObjective(nn.Module):
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ConfigError(f"label_smoothing={label_smoothing}: expected a value in [0, 1)")
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing = check_label_smoothing(label_smoothing)
 
     def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         out = model(batch["input_ids"], attention_mask=batch.get("attention_mask"))
@@ -36,11 +33,4 @@ class CausalLMObjective(nn.Module):
         result = token_cross_entropy(
             logits.reshape(-1, logits.shape[-1]), next_labels.reshape(-1), self.label_smoothing
         )
-        stats = {
-            "loss": result.loss.detach(),
-            "accuracy": ratio(result.n_correct, result.n_tokens),
-            "n_tokens": result.n_tokens,
-            "nll_sum": result.nll_sum,
-            "n_correct": result.n_correct,
-        }
-        return result.loss, stats
+        return result.loss, result.stats()

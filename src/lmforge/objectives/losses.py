@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lmforge.errors import ConfigError
 from lmforge.objectives.masking import IGNORE_INDEX
 
 
@@ -22,6 +23,22 @@ class TokenLoss(NamedTuple):
     nll_sum: Tensor  # 0-dim float32, sum of unsmoothed NLL over counted tokens (detached)
     n_tokens: Tensor  # 0-dim long, tokens whose target is not IGNORE_INDEX
     n_correct: Tensor  # 0-dim long, counted tokens whose argmax equals the target
+
+    def stats(self) -> dict[str, Tensor]:
+        """The detached stats every objective reports: loss, accuracy and the sums behind them."""
+        return {
+            "loss": self.loss.detach(),
+            "accuracy": ratio(self.n_correct, self.n_tokens),
+            "n_tokens": self.n_tokens,
+            "nll_sum": self.nll_sum,
+            "n_correct": self.n_correct,
+        }
+
+
+def check_label_smoothing(value: float) -> float:
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(f"label_smoothing={value}: expected a value in [0, 1)")
+    return float(value)
 
 
 def token_cross_entropy(logits: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> TokenLoss:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lmforge.errors import ConfigError
-from lmforge.objectives.losses import ratio, token_cross_entropy
+from lmforge.objectives.losses import check_label_smoothing, ratio, token_cross_entropy
 from lmforge.objectives.masking import IGNORE_INDEX
 from lmforge.objectives.nsp import NSPHead
 
@@ -31,9 +31,7 @@ class MaskedLMObjective(nn.Module):
 
     def __init__(self, d_model: int, nsp: bool = False, label_smoothing: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ConfigError(f"label_smoothing={label_smoothing}: expected a value in [0, 1)")
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing = check_label_smoothing(label_smoothing)
         self.nsp_head = NSPHead(d_model) if nsp else None
 
     def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from lmforge.errors import ConfigError
-from lmforge.objectives.losses import ratio, token_cross_entropy
+from lmforge.objectives.losses import check_label_smoothing, token_cross_entropy
 
 
 class SpanCorruptionObjective(nn.Module):
@@ -24,9 +23,7 @@ class SpanCorruptionObjective(nn.Module):
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ConfigError(f"label_smoothing={label_smoothing}: expected a value in [0, 1)")
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing = check_label_smoothing(label_smoothing)
 
     def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         out = model(
@@ -39,11 +36,4 @@ class SpanCorruptionObjective(nn.Module):
         result = token_cross_entropy(
             logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), self.label_smoothing
         )
-        stats = {
-            "loss": result.loss.detach(),
-            "accuracy": ratio(result.n_correct, result.n_tokens),
-            "n_tokens": result.n_tokens,
-            "nll_sum": result.nll_sum,
-            "n_correct": result.n_correct,
-        }
-        return result.loss, stats
+        return result.loss, result.stats()

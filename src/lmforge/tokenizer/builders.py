@@ -6,7 +6,7 @@ A tokenizer is a pipeline normalizer -> pre-tokenizer -> model -> post-processor
         -> WordPiece("##", vocabulary learnt by reproducible BPE merges) -> TemplateProcessing "[CLS] A [SEP]" / "[CLS] A [SEP] B [SEP]"
         with type ids 0 / 1 -> WordPiece decoder.
     BPE (GPT-2, Radford et al., 2019): ByteLevel pre-tokenizer -> BPE over the 256-byte alphabet
-        -> ByteLevel decoder; no unknown token, nothing added around an input.
+        -> ByteLevel decoder; no unknown token, nothing added around an input but a leading space.
 
 Both carry `n_sentinels` span-corruption sentinels <extra_id_i> as special tokens right after the
 base specials, so the ids are fixed (see `lmforge.tokenizer.specials`).
@@ -117,7 +117,9 @@ def _wordpiece_vocab(
 def build_bpe(cfg: TokenizerConfig, batches: Iterable[list[str]]) -> Tokenizer:
     specials = special_tokens(BPE_SPECIALS, cfg.n_sentinels)
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Sentences are encoded one at a time and concatenated: a prefix space gives a sentence's first
+    # word the same token it has mid-text (" He"), so packed text reads "man. He", not "man.He".
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=cfg.vocab_size,
