@@ -3,23 +3,25 @@
 # constraints.txt, so nothing resolves to a CUDA build or a different version.
 VENV ?= .venv
 PYTHON ?= python3
+SYSTEM_PYTHON := $(shell command -v $(PYTHON))
 BIN := $(VENV)/bin
+# DVC stage commands call `python`: put the venv first on PATH so they find the installed project.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 $(VENV)/.installed: pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
+	$(SYSTEM_PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev]" -c constraints.txt
-	$(BIN)/dvc config core.analytics false
 	touch $@
 
 .PHONY: install repro test test-fast
 install: $(VENV)/.installed
 
 repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate
-	TOKENIZERS_PARALLELISM=false $(BIN)/dvc repro
+	TOKENIZERS_PARALLELISM=false dvc repro
 
 test: install  ## every test, the slow end-to-end ones included (what CI runs)
-	$(BIN)/python -m pytest -q
+	python -m pytest -q
 
 test-fast: install  ## the unit tests only (about a minute)
-	$(BIN)/python -m pytest -q -m "not slow"
+	python -m pytest -q -m "not slow"
