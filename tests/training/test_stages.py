@@ -136,3 +136,13 @@ def test_hydra_multirun_sweeps_models(workspace):
     for name in ("gpt_tiny-clm", "mistral_tiny-clm"):
         assert (workspace / "artifacts/pretrain" / name / "best.ckpt").is_file()
         assert json.loads((workspace / "reports/pretrain" / name / "metrics.json").read_text())["steps"] == 8
+
+
+def test_resume_continues_from_the_last_checkpoint(in_workspace):
+    base = [*FAMILIES["decoder"], *SHORT[1:], "run_name=resume"]
+    assert pretrain.run(stage_config(*base, "trainer.max_steps=8")).metrics["steps"] == 8
+    resumed = pretrain.run(stage_config(*base, "trainer.max_steps=12", "train.resume=true")).metrics
+    assert resumed["steps"] == 12
+    assert resumed["tokens_seen"] == 4 * 8 * 64  # only steps 9-12 ran here (smoke: batch 8 x 64 tokens)
+    fresh = pretrain.run(stage_config(*base, "trainer.max_steps=12")).metrics
+    assert fresh["tokens_seen"] == 12 * 8 * 64  # without resume, training starts over

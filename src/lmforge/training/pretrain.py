@@ -104,8 +104,10 @@ def run(cfg: Any) -> StageResult:
         default_root_dir=train.out_dir,
         **kwargs,
     )
+    last = Path(train.out_dir) / "last.ckpt"
+    resume_from = str(last) if train.resume and last.is_file() else None
     start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=resume_from, weights_only=False)
     wall = time.perf_counter() - start
 
     params = count_parameters(module.model)
