@@ -60,7 +60,7 @@ class TrainConfig:
     num_workers: int = 0  # DataLoader worker processes
     out_dir: str = "artifacts/pretrain/run"  # checkpoints (best.ckpt, last.ckpt)
     reports_dir: str = "reports/pretrain/run"  # curves and summary metrics for DVC
-    resume: bool = False  # continue from {out_dir}/last.ckpt (weights, optimizer, schedule, step) if it exists
+    resume: bool = False  # continue from {out_dir}/last.ckpt (weights, optimizer, step) if present
 
     def __post_init__(self) -> None:
         for key in ("batch_size", "seq_len"):
