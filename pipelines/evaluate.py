@@ -12,7 +12,7 @@ from lmforge.tracking import execute
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"evaluate:{cfg.run_name}", run, cfg)
+    execute(f"evaluate@{cfg.run_name}", run, cfg)
 
 
 if __name__ == "__main__":

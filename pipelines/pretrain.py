@@ -13,7 +13,7 @@ from lmforge.training.pretrain import run
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"pretrain:{cfg.run_name}", run, cfg)
+    execute(f"pretrain@{cfg.run_name}", run, cfg)
 
 
 if __name__ == "__main__":

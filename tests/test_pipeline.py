@@ -88,7 +88,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["lmforge"])
     assert len(runs) == len(ALL_STAGES) + len(rerun)
-    pretrain = runs[runs["tags.dvc_stage"] == "pretrain:decoder"].iloc[0]
+    pretrain = runs[runs["tags.dvc_stage"] == "pretrain@decoder"].iloc[0]
     assert pretrain["params.model.family"] == "decoder"
     assert pretrain["tags.git_commit"] and pretrain["tags.data_hash"] != "none"
     assert pretrain["metrics.val/loss"] > 0

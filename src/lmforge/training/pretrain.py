@@ -67,8 +67,8 @@ def run(cfg: Any) -> StageResult:
         optim_config(cfg.optim),
     )
     tokenizer_file, encoded_dir = tokenizer_paths(cfg)
-    specials = special_token_ids(load_tokenizer(tokenizer_file))
-    vocab_size = load_tokenizer(tokenizer_file).get_vocab_size()
+    tokenizer = load_tokenizer(tokenizer_file)
+    specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
     model = model_values(cfg, vocab_size, specials.pad, train.seq_len)
     if Family(model["family"]) is not FAMILY_OF[objective.kind]:
         raise ConfigError(
