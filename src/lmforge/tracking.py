@@ -10,7 +10,6 @@ multi-process run log nothing. A `LmforgeError` ends the process with one line o
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import subprocess
 import sys
@@ -22,8 +21,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import LmforgeError
 from lmforge.stage import StageResult
-
-log = logging.getLogger(__name__)
 
 
 def active_run() -> tuple[str, str] | None:
