@@ -7,13 +7,20 @@ Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents
 import hydra
 from omegaconf import DictConfig
 
+from lmforge.data.config import data_config
 from lmforge.data.encode import run
+from lmforge.stage import Stage
+from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tracking import execute
+
+STAGE = Stage(
+    "encode", run, reads={"data": data_config, "tokenizer": tokenizer_config}, instance_key="tokenizer.name"
+)
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"encode@{cfg.tokenizer.name}", run, cfg)
+    execute(STAGE, cfg)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,31 @@ python pipelines/evaluate.py model=gpt_tiny objective=clm tokenizer=bpe run_name
 import hydra
 from omegaconf import DictConfig
 
+from lmforge.evaluation.config import eval_config
 from lmforge.evaluation.evaluate import run
+from lmforge.stage import Stage, run_name_value, seed_value
+from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tracking import execute
+from lmforge.training.config import objective_config, train_config
+
+STAGE = Stage(
+    "evaluate",
+    run,
+    reads={
+        "tokenizer": tokenizer_config,
+        "objective": objective_config,
+        "train": train_config,
+        "eval": eval_config,
+        "seed": seed_value,
+        "run_name": run_name_value,
+    },
+    instance_key="run_name",
+)
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"evaluate@{cfg.run_name}", run, cfg)
+    execute(STAGE, cfg)
 
 
 if __name__ == "__main__":

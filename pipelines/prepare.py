@@ -7,13 +7,17 @@ Writes data/prepared/{train,val,test}.jsonl, reports/data_card.md and reports/da
 import hydra
 from omegaconf import DictConfig
 
+from lmforge.data.config import data_config
 from lmforge.data.prepare import run
+from lmforge.stage import Stage
 from lmforge.tracking import execute
+
+STAGE = Stage("prepare", run, reads={"data": data_config})
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute("prepare", run, cfg)
+    execute(STAGE, cfg)
 
 
 if __name__ == "__main__":

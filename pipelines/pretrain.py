@@ -7,13 +7,39 @@ python pipelines/pretrain.py --multirun model=gpt_tiny,llama_tiny,mistral_tiny t
 import hydra
 from omegaconf import DictConfig
 
+from lmforge.config import load_model_config
+from lmforge.stage import Stage, run_name_value, seed_value
+from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tracking import execute
-from lmforge.training.pretrain import run
+from lmforge.training.config import (
+    objective_config,
+    optim_config,
+    train_config,
+    trainer_config,
+)
+from lmforge.training.pretrain import run, will_resume
+
+STAGE = Stage(
+    "pretrain",
+    run,
+    reads={
+        "tokenizer": tokenizer_config,
+        "model": load_model_config,
+        "objective": objective_config,
+        "optim": optim_config,
+        "trainer": trainer_config,
+        "train": train_config,
+        "seed": seed_value,
+        "run_name": run_name_value,
+    },
+    instance_key="run_name",
+    will_resume=will_resume,
+)
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"pretrain@{cfg.run_name}", run, cfg)
+    execute(STAGE, cfg)
 
 
 if __name__ == "__main__":

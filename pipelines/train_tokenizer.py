@@ -7,13 +7,23 @@ Example: `python pipelines/train_tokenizer.py tokenizer=bpe tokenizer.vocab_size
 import hydra
 from omegaconf import DictConfig
 
+from lmforge.data.config import data_config
+from lmforge.stage import Stage
+from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.train import run
 from lmforge.tracking import execute
+
+STAGE = Stage(
+    "tokenizer",
+    run,
+    reads={"data": data_config, "tokenizer": tokenizer_config},
+    instance_key="tokenizer.name",
+)
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    execute(f"tokenizer@{cfg.tokenizer.name}", run, cfg)
+    execute(STAGE, cfg)
 
 
 if __name__ == "__main__":

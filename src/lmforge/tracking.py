@@ -1,26 +1,32 @@
 """Run a stage under MLflow: resolved config as params, metrics, artifacts and provenance tags.
 
-Every DVC stage's entry point calls `execute(stage, run, cfg)`. On rank zero it opens one MLflow run
-(experiment `logger.experiment`, store `logger.tracking_uri`, a local sqlite file by default) tagged
-with the git commit, the DVC stage and a hash of the prepared data; `run(cfg)` does the
-work and returns a `StageResult`, whose metrics and artifacts are logged. Other ranks of a
-multi-process run log nothing. A `LmforgeError` ends the process with one line on stderr, exit 2.
+Every DVC stage's entry point calls `execute(stage, cfg)`. It validates the config groups the stage
+declares, takes a lock so that two runs of the same stage instance never overlap, and on rank zero
+opens one MLflow run (experiment `logger.experiment`, store `logger.tracking_uri`, a local sqlite file
+by default) tagged with the git commit, the DVC stage and a hash of the prepared data, with the
+stage's own (validated, resolved) config as params. The stage's work returns a `StageResult`, whose
+metrics and artifacts are logged. A run left RUNNING by a killed process is continued when the stage
+resumes, else marked KILLED. Other ranks of a multi-process run log nothing. A `LmforgeError` ends
+the process with one line on stderr, exit 2.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import LmforgeError
-from lmforge.stage import StageResult
+from lmforge.io import exclusive, sha256_files
+from lmforge.stage import Stage, StageResult
+
+LOCKS = Path(".lmforge/locks")  # one lock file per stage instance: two runs of one stage never overlap
 
 
 def active_run() -> tuple[str, str] | None:
@@ -53,13 +59,8 @@ def git_commit() -> str:
 
 def data_hash(prepared_dir: str | os.PathLike) -> str:
     """sha256 over the prepared splits (first 16 hex digits), or 'none' before `prepare` ran."""
-    digest = hashlib.sha256()
     files = sorted(Path(prepared_dir).glob("*.jsonl"))
-    for path in files:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()[:16] if files else "none"
+    return sha256_files(files)[:16] if files else "none"
 
 
 def is_rank_zero() -> bool:
@@ -68,40 +69,77 @@ def is_rank_zero() -> bool:
     return getattr(rank_zero_only, "rank", 0) == 0
 
 
-def execute(stage: str, run: Callable[[DictConfig], StageResult], cfg: DictConfig) -> StageResult:
+def execute(stage: Stage, cfg: DictConfig) -> StageResult:
     """Run one stage; see the module docstring. Exits with status 2 on a LmforgeError."""
     try:
-        return _execute(stage, run, cfg)
+        return _execute(stage, cfg)
     except LmforgeError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
 
 
-def _execute(stage: str, run: Callable[[DictConfig], StageResult], cfg: DictConfig) -> StageResult:
+def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
+    view = stage.visible(cfg)  # validated at the door: a bad value fails before any work
+    label = stage.label(cfg)
     logger = cfg.get("logger") or {}
-    if not logger.get("enabled", False) or not is_rank_zero():
-        return _report(run(cfg))
+    if not is_rank_zero():
+        return _report(stage.work(view))
+    with exclusive(LOCKS / f"{label}.lock", f"stage {label}"):
+        if not logger.get("enabled", False):
+            return _report(stage.work(view))
+        return _report(_tracked(stage, view, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
 
+
+def _tracked(stage: Stage, view: DictConfig, cfg: DictConfig, label: str, uri: str, experiment: str):
     import mlflow
 
-    uri, experiment = str(logger.tracking_uri), str(logger.experiment)
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
+        mlflow.set_experiment(experiment)
     tags = {
         "git_commit": git_commit(),
-        "dvc_stage": stage,
+        "dvc_stage": label,
         "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
     }
-    with mlflow.start_run(run_name=stage, tags=tags):
-        mlflow.log_params(flatten(resolved))
-        mlflow.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
-        result = run(cfg)
+    run_id = _settle_unfinished_runs(label, resume=stage.resumes(view))
+    with mlflow.start_run(run_id=run_id, run_name=None if run_id else label, tags=tags):
+        if run_id is None:
+            mlflow.log_params(flatten(OmegaConf.to_container(view, resolve=True)))
+            mlflow.log_text(OmegaConf.to_yaml(view, resolve=True), "config.yaml")
+        result = stage.work(view)
         mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
         for path in result.artifacts:
             if Path(path).is_file():
                 mlflow.log_artifact(path, artifact_path=Path(path).parent.name)
-    return _report(result)
+    return result
+
+
+def _settle_unfinished_runs(label: str, resume: bool) -> str | None:
+    """Runs of this stage left RUNNING by a killed process: the newest is continued when the stage
+    resumes, every other one is marked KILLED. Returns the run id to continue, if any."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    stale = mlflow.search_runs(
+        filter_string=f"tags.dvc_stage = '{label}' and attributes.status = 'RUNNING'",
+        order_by=["attributes.start_time DESC"],
+        output_format="list",
+    )
+    keep = stale[0].info.run_id if resume and stale else None
+    client = MlflowClient()
+    for run in stale:
+        if run.info.run_id != keep:
+            client.set_terminated(run.info.run_id, status="KILLED")
+    return keep
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    if uri.startswith("sqlite:///"):
+        with exclusive(Path(uri.removeprefix("sqlite:///") + ".lock"), "the MLflow store", wait=True):
+            yield
+    else:
+        yield
 
 
 def _report(result: StageResult) -> StageResult:

@@ -63,3 +63,20 @@ def test_embedding_split():
     counts = count_parameters(build_model(_preset("gpt2_small")))
     assert counts["embedding"] == 50257 * 768 + 1024 * 768  # tied output projection counted once
     assert counts["non_embedding"] == counts["total"] - counts["embedding"]
+
+
+def test_base_preset_lists_every_field_at_its_default():
+    from omegaconf import OmegaConf
+
+    from lmforge.config import ModelConfig
+
+    base = OmegaConf.to_container(OmegaConf.load(CONF / "model" / "base.yaml"))
+    base.pop("name")
+    assert base == ModelConfig().to_dict()
+
+
+def test_any_field_overrides_without_plus():
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(overrides=["+model=gpt_tiny", "model.n_kv_heads=2", "model.sliding_window=16"])
+    config = load_model_config(cfg.model)
+    assert (config.n_kv_heads, config.sliding_window, config.d_model) == (2, 16, 128)

