@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from lmforge.data.datasets import PackedDataset, SentencePairDataset, pack_stream
+from lmforge.data.datasets import Draws, PackedDataset, SentencePairDataset, pack_stream
 from lmforge.errors import ConfigError, DataError
 
 BOS, EOS, CLS, SEP = 5, 1, 2, 3
@@ -98,10 +98,9 @@ def test_nsp_pairs_are_real_continuations_or_other_documents(make_encoded):
     ds = SentencePairDataset(make_encoded(docs), max_len=20, cls_id=CLS, sep_id=SEP, seed=3)
     doc_of = document_of(docs)
     labels = []
-    for epoch in range(8):
-        ds.set_epoch(epoch)
+    for draw in range(8):
         for i in range(len(ds)):
-            item = ds[i]
+            item = ds.item(i, draw)
             a, b = segments(item)
             assert len(item["input_ids"]) <= 20 and a and b and item["index"] == i
             assert a == list(range(a[0], a[0] + len(a)))  # A is contiguous text
@@ -115,17 +114,35 @@ def test_nsp_pairs_are_real_continuations_or_other_documents(make_encoded):
     assert abs(p - 0.5) < 4 * math.sqrt(0.25 / n), (n, p)
 
 
-def test_nsp_is_deterministic_by_seed_index_and_epoch(make_encoded):
+def test_nsp_is_deterministic_by_seed_index_and_draw(make_encoded):
     split = make_encoded(synthetic_documents())
 
-    def draws(seed, epoch):
+    def draws(seed, draw):
         ds = SentencePairDataset(split, max_len=20, cls_id=CLS, sep_id=SEP, seed=seed)
-        ds.set_epoch(epoch)
-        return [(ds[i]["input_ids"].tolist(), ds[i]["nsp_label"]) for i in range(len(ds))]
+        return [(ds.item(i, draw)["input_ids"].tolist(), ds.item(i, draw)["nsp_label"]) for i in range(len(ds))]
 
     assert draws(0, 0) == draws(0, 0)
     assert draws(0, 0) != draws(1, 0)
     assert draws(0, 0) != draws(0, 1)
+
+
+def test_static_draws_are_fixed_copies_and_dynamic_draws_follow_the_epoch(make_encoded):
+    """BERT: `dupe_factor` instances per example, each its own pair, the same every epoch.
+    RoBERTa-style dynamic: one instance per example, redrawn every epoch."""
+    base = SentencePairDataset(make_encoded(synthetic_documents()), max_len=20, cls_id=CLS, sep_id=SEP, seed=3)
+    n = len(base)
+    static = Draws(base, copies=3, dynamic=False)
+    assert len(static) == 3 * n
+    for k in (0, n + 1, 2 * n + 2):
+        assert static[(0, k)]["draw"] == k // n and static[(0, k)]["index"] == k % n
+        assert static[(0, k)]["input_ids"].tolist() == static[(7, k)]["input_ids"].tolist()  # any epoch
+    copies = [static[(0, c * n + 1)]["input_ids"].tolist() for c in range(3)]
+    pairs = [[static[(0, c * n + i)]["input_ids"].tolist() for i in range(n)] for c in range(3)]
+    assert len({str(p) for p in pairs}) == 3 and copies[0] == base.item(1, 0)["input_ids"].tolist()
+    dynamic = Draws(base, copies=1, dynamic=True)
+    assert len(dynamic) == n and dynamic[(2, 1)]["draw"] == 2
+    epochs = [[dynamic[(e, i)]["input_ids"].tolist() for i in range(n)] for e in range(3)]
+    assert epochs[0] != epochs[1] != epochs[2] and epochs[1] == pairs[1]
 
 
 def test_single_segment_mode(make_encoded):

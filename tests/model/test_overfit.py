@@ -23,9 +23,9 @@ def _batch(family: str) -> dict[str, torch.Tensor]:
     if family == "encoder":
         for item in items:
             item["input_ids"] = torch.cat([torch.tensor([CLS]), item["input_ids"], torch.tensor([SEP])])
-        collate = MLMCollator(PAD, MASK, VOCAB, [PAD, CLS, SEP, MASK, *SENTINELS], 0.15, dynamic=False)
+        collate = MLMCollator(PAD, MASK, VOCAB, [PAD, CLS, SEP, MASK, *SENTINELS], 0.15)
         return collate(items)
-    return SpanCorruptionCollator(SENTINELS, eos_id=SEP, pad_id=PAD, dynamic=False)(items)
+    return SpanCorruptionCollator(SENTINELS, eos_id=SEP, pad_id=PAD)(items)
 
 
 OBJECTIVES = {

@@ -1,4 +1,5 @@
-"""MLM masking (Devlin et al. 2018): rates within statistical bounds, specials untouched, static vs dynamic."""
+"""MLM masking (Devlin et al. 2018): rates within statistical bounds, specials untouched, masks keyed by
+(seed, draw, example)."""
 
 from __future__ import annotations
 
@@ -84,44 +85,38 @@ def _pair_items() -> list[dict]:
     return items
 
 
-def _collator(dynamic: bool, seed: int = 0, p: float = 0.3) -> MLMCollator:
-    return MLMCollator(PAD, MASK, VOCAB, SPECIALS, mlm_probability=p, dynamic=dynamic, seed=seed)
+def _collator(seed: int = 0, p: float = 0.3) -> MLMCollator:
+    return MLMCollator(PAD, MASK, VOCAB, SPECIALS, mlm_probability=p, seed=seed)
 
 
-def test_static_masking_depends_only_on_seed_and_index():
+def test_mask_depends_only_on_seed_draw_and_index():
     items = _pair_items()
-    collate = _collator(dynamic=False)
+    collate = _collator()
     first = collate(items)
     # Same example in another batch, another position, after a pickle round trip: same mask.
     again = pickle.loads(pickle.dumps(collate))([items[2], items[0]])
     n0, n2 = len(items[0]["input_ids"]), len(items[2]["input_ids"])
     assert torch.equal(again["labels"][1, :n0], first["labels"][0, :n0])
     assert torch.equal(again["input_ids"][0, :n2], first["input_ids"][2, :n2])
-    # Another seed gives another mask.
-    other = _collator(dynamic=False, seed=1)(items)
-    assert not torch.equal(other["labels"], first["labels"])
+    # The global RNG plays no part.
+    torch.manual_seed(999)
+    assert torch.equal(collate(items)["labels"], first["labels"])
+    # Another seed, or another draw of the same examples, gives another mask.
+    assert not torch.equal(_collator(seed=1)(items)["labels"], first["labels"])
+    redrawn = collate([{**item, "draw": 1} for item in items])
+    assert not torch.equal(redrawn["labels"], first["labels"])
 
 
-def test_dynamic_masking_differs_between_calls_and_is_reproducible_under_a_seed():
-    items = _pair_items()
-    torch.manual_seed(123)
-    collate = _collator(dynamic=True)
-    first, second = collate(items), collate(items)
-    assert not torch.equal(first["labels"], second["labels"])
-    torch.manual_seed(123)
-    replay = _collator(dynamic=True)
-    assert torch.equal(replay(items)["labels"], first["labels"])
-
-
-def test_static_masking_needs_the_index():
+def test_masking_needs_the_index():
     item = {k: v for k, v in _pair_items()[0].items() if k != "index"}
     with pytest.raises(ConfigError, match="index"):
-        _collator(dynamic=False)([item])
+        _collator()([item])
 
 
 def test_seed_mixing_separates_neighbouring_examples():
     seeds = {mix_seed(0, i) for i in range(1000)} | {mix_seed(1, i) for i in range(1000)}
     assert len(seeds) == 2000 and all(0 <= s < 2**63 for s in seeds)
-    a = torch.rand(8, generator=ExampleRNG(0, dynamic=False).generator(5))
-    b = torch.rand(8, generator=ExampleRNG(0, dynamic=False).generator(5))
-    assert torch.equal(a, b)
+    a = torch.rand(8, generator=ExampleRNG(0).generator(5, draw=2))
+    b = torch.rand(8, generator=ExampleRNG(0).generator(5, draw=2))
+    c = torch.rand(8, generator=ExampleRNG(0).generator(5, draw=3))
+    assert torch.equal(a, b) and not torch.equal(a, c)

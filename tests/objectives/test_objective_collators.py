@@ -55,7 +55,7 @@ def test_mlm_collator_pads_pairs_and_passes_nsp_labels():
         },
     ]
     collate = MLMCollator(
-        PAD, MASK, 50, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.5, dynamic=False, seed=0
+        PAD, MASK, 50, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.5, seed=0
     )
     batch = collate(items)
     assert batch["input_ids"].shape == batch["labels"].shape == batch["token_type_ids"].shape == (3, 8)
@@ -70,7 +70,7 @@ def test_mlm_collator_pads_pairs_and_passes_nsp_labels():
 
 def test_mlm_collator_on_packed_blocks_has_no_pair_keys():
     blocks = [{"input_ids": torch.arange(5, 21), "index": i} for i in range(4)]
-    batch = MLMCollator(PAD, MASK, 50, [PAD, MASK], dynamic=True)(blocks)
+    batch = MLMCollator(PAD, MASK, 50, [PAD, MASK])(blocks)
     assert set(batch) == {"input_ids", "attention_mask", "labels"}
 
 
@@ -79,7 +79,7 @@ def test_span_collator_builds_teacher_forced_decoder_inputs():
     items = [
         {"input_ids": torch.randint(5, 90, (n,), generator=g), "index": i} for i, n in enumerate([40, 25, 60])
     ]
-    collate = SpanCorruptionCollator(SENTINELS, EOS, PAD, decoder_start_id=PAD, dynamic=False, seed=3)
+    collate = SpanCorruptionCollator(SENTINELS, EOS, PAD, decoder_start_id=PAD, seed=3)
     batch = pickle.loads(pickle.dumps(collate))(items)
     assert batch["input_ids"].shape[0] == batch["labels"].shape[0] == 3
     assert (batch["decoder_input_ids"][:, 0] == PAD).all()

@@ -97,7 +97,7 @@ def _mlm_batch(nsp: bool) -> dict:
         if nsp:
             item |= {"token_type_ids": torch.tensor([0] * (a + 2) + [1] * (b + 1)), "nsp_label": i % 2}
         items.append(item)
-    return MLMCollator(PAD, MASK, V, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.4, dynamic=False)(items)
+    return MLMCollator(PAD, MASK, V, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.4)(items)
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])
@@ -162,7 +162,7 @@ def test_span_corruption_loss_is_decoder_cross_entropy():
     items = [
         {"input_ids": torch.randint(5, 30, (n,), generator=g), "index": i} for i, n in enumerate([24, 16])
     ]
-    batch = SpanCorruptionCollator(SENTINELS, EOS, PAD, dynamic=False)(items)
+    batch = SpanCorruptionCollator(SENTINELS, EOS, PAD)(items)
     loss, stats = SpanCorruptionObjective(label_smoothing=0.1)(model, batch)
     logits = model(
         batch["input_ids"],

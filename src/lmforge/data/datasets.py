@@ -6,6 +6,8 @@
     stream = [bos] doc_0 [eos] [bos] doc_1 [eos] ...        (bos / eos only when given)
     block  = [cls] stream[k*n : (k+1)*n] [sep]               n = block_size - (#cls + #sep)
 
+`Draws`: which random draw (static copy or epoch) an example's corruption uses on each visit.
+
 `SentencePairDataset`: BERT next-sentence-prediction pairs from real text (Devlin et al., 2019):
 
     [CLS] A [SEP] B [SEP]     type ids 0 ... 0 1 ... 1
@@ -113,8 +115,8 @@ class SentencePairDataset(Dataset):
     """BERT inputs from real text: NSP pairs (nsp=True) or single segments of whole sentences.
 
     Item: {"input_ids": LongTensor(L), "token_type_ids": LongTensor(L), "nsp_label": int, "index": int},
-    L <= max_len; nsp_label is -1 when nsp=False. The draw for an item depends only on
-    (seed, epoch, index): call `set_epoch` to draw new pairs each epoch.
+    L <= max_len; nsp_label is -1 when nsp=False. The pair of `item(index, draw)` depends only on
+    (seed, draw, index); `Draws` decides what `draw` is (an instance copy or the epoch).
     """
 
     def __init__(
@@ -123,16 +125,13 @@ class SentencePairDataset(Dataset):
         if max_len < 5:
             raise ConfigError(f"max_len={max_len}; expected >= 5 to fit [CLS] A [SEP] B [SEP]")
         self.split, self.max_len, self.cls_id, self.sep_id = split, max_len, cls_id, sep_id
-        self.nsp, self.seed, self.epoch = nsp, seed, 0
+        self.nsp, self.seed = nsp, seed
         self.budget = max_len - (3 if nsp else 2)  # tokens left for A (+ B) after the specials
         self.chunks = sentence_chunks(split, self.budget, min_sentences=2 if nsp else 1)
         if not self.chunks:
             raise DataError(f"split {split.split} has no document with enough sentences for sentence pairs")
         if nsp and split.n_documents < 2:
             raise DataError(f"split {split.split} has {split.n_documents} document; NSP needs at least 2")
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -142,11 +141,14 @@ class SentencePairDataset(Dataset):
         return np.asarray(self.split.tokens[offsets[first] : offsets[end]], dtype=np.int64)
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor | int]:
+        return self.item(index, 0)
+
+    def item(self, index: int, draw: int) -> dict[str, torch.Tensor | int]:
         doc, first, end = self.chunks[index]
         if not self.nsp:
             a = self._tokens(first, end)[: self.budget]
             return self._item([self.cls_id, *a, self.sep_id], len(a) + 2, -1, index)
-        rng = np.random.default_rng([self.seed, self.epoch, index])
+        rng = np.random.default_rng([self.seed, draw, index])
         a_end = int(rng.integers(first + 1, end))  # A = first..a_end-1, at least one sentence each side
         is_next = bool(rng.random() < 0.5)
         a = self._tokens(first, a_end)
@@ -188,3 +190,30 @@ class SentencePairDataset(Dataset):
         token_type_ids = torch.zeros_like(input_ids)
         token_type_ids[n_first:] = 1
         return {"input_ids": input_ids, "token_type_ids": token_type_ids, "nsp_label": label, "index": index}
+
+
+class Draws(Dataset):
+    """The training view of a dataset: visits `(epoch, k)` -> (example, draw) for the corruption.
+
+    Static corruption (BERT's `create_pretraining_data`): the data holds `copies` instances of every
+    example, copy c drawn once with `draw = c` (its NSP pair and its mask), the same in every epoch.
+    Dynamic corruption (RoBERTa): one instance per example, drawn afresh each epoch (`draw = epoch`).
+    A plain int key is the visit of epoch 0. Items get `index` (the example) and `draw`.
+    """
+
+    def __init__(self, base: Dataset, copies: int = 1, dynamic: bool = True) -> None:
+        if copies < 1 or (dynamic and copies != 1):
+            raise ConfigError(f"copies={copies}: expected 1 with dynamic corruption, >= 1 with static")
+        self.base, self.copies, self.dynamic = base, copies, dynamic
+        self.n = len(base)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return self.n * self.copies
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor | int]:
+        epoch, k = key if isinstance(key, tuple) else (0, key)
+        index, copy = k % self.n, k // self.n
+        draw = epoch if self.dynamic else copy
+        item = dict(self.base.item(index, draw) if hasattr(self.base, "item") else self.base[index])
+        item.update(index=index, draw=draw)
+        return item

@@ -1,8 +1,11 @@
 """The `evaluate` stage: test metrics of a pretrained checkpoint beside a unigram baseline.
 
 - decoder: test perplexity, next-token accuracy; samples decoded with the KV cache.
-- encoder: MLM loss, perplexity and accuracy on the selected tokens (fixed masks); NSP accuracy.
-- encoder-decoder: span-corruption loss and accuracy on the target tokens (fixed spans).
+- encoder: MLM loss, perplexity and accuracy on the selected tokens (fixed masks); NSP loss and accuracy.
+- encoder-decoder: span-corruption loss and accuracy on all target tokens (fixed spans), and
+  `content_accuracy` on the dropped text alone (sentinels and EOS, ~30% of targets, are easy).
+The unigram baseline counts the targets of the whole training split (draw 0 of every example).
+The checkpoint is read with `weights_only=True` (`lmforge.training.checkpoints`).
 Writes {eval.reports_dir}/{run_name}.json (for `dvc metrics show`) and, in {eval.reports_dir}/{run_name}/,
 the decoder's samples.json and a loss-curve loss.png.
 """
@@ -10,7 +13,6 @@ the decoder's samples.json and a loss-curve loss.png.
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
@@ -20,44 +22,30 @@ from omegaconf import OmegaConf
 from lmforge.config import Family
 from lmforge.errors import DataError
 from lmforge.evaluation.baseline import UnigramBaseline
+from lmforge.evaluation.config import eval_config
 from lmforge.evaluation.plots import loss_curves
 from lmforge.io import write_json
 from lmforge.model import generate
+from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.stage import StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.training.checkpoints import load_module
 from lmforge.training.config import ObjectiveKind, objective_config, train_config
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import tokenizer_paths
 
 
-def load_checkpoint(path: Path) -> PretrainModule:
-    if not path.is_file():
-        raise DataError(f"checkpoint {path} does not exist; run the pretrain stage first")
-    module = PretrainModule.load_from_checkpoint(str(path), map_location="cpu", weights_only=False)
-    return module.eval()
-
-
 @torch.no_grad()
 def test_metrics(module: PretrainModule, batches) -> dict[str, float]:
-    nll = n = correct = 0.0
-    nsp_correct = nsp_n = 0.0
+    """The objective's split metrics (`summarise`) over `batches`, the same sums validation uses."""
+    sums = SplitSums()
     for batch in batches:
-        _, stats = module(batch)
-        nll += float(stats["nll_sum"])
-        n += float(stats["n_tokens"])
-        correct += float(stats["n_correct"])
-        if "nsp_accuracy" in stats:
-            size = batch["input_ids"].shape[0]
-            nsp_correct += float(stats["nsp_accuracy"]) * size
-            nsp_n += size
-    if n == 0:
+        sums.update(module(batch)[1])
+    totals = sums.as_dict()
+    if totals["n_tokens"] == 0:
         raise DataError("the test split yielded no target tokens; expected a non-empty test split")
-    loss = nll / n
-    out = {"loss": loss, "perplexity": math.exp(min(loss, 50.0)), "accuracy": correct / n, "n_tokens": n}
-    if nsp_n:
-        out["nsp_accuracy"] = nsp_correct / nsp_n
-    return out
+    return summarise(totals)
 
 
 def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any]) -> list[dict[str, str]]:
@@ -91,8 +79,9 @@ def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any
 
 def run(cfg: Any) -> StageResult:
     train, objective = train_config(cfg.train), objective_config(cfg.objective)
+    eval_config(cfg.eval)  # validated; the plain values below feed the helpers
     settings = OmegaConf.to_container(cfg.eval, resolve=True)
-    module = load_checkpoint(Path(train.out_dir) / "best.ckpt")
+    module = load_module(Path(train.out_dir) / "best.ckpt")
     tokenizer_file, encoded_dir = tokenizer_paths(cfg)
     tokenizer = load_tokenizer(tokenizer_file)
     specials = special_token_ids(tokenizer)
@@ -103,7 +92,7 @@ def run(cfg: Any) -> StageResult:
     test = list(itertools.islice(data.loader("test"), limit))
     model_scores = test_metrics(module, test)
     baseline = UnigramBaseline(module.model_config.vocab_size)
-    baseline.fit(itertools.islice(data.loader("train"), settings["baseline_batches"]), objective.kind)
+    baseline.fit(data.loader("train"), objective.kind)  # every training example once, in order
     base_scores = baseline.score(test, objective.kind)
 
     name = cfg.run_name
@@ -112,7 +101,7 @@ def run(cfg: Any) -> StageResult:
     metrics.update({f"unigram_{k}": v for k, v in base_scores.items() if k != "n_tokens"})
     metrics["loss_ratio_to_unigram"] = model_scores["loss"] / base_scores["loss"]
     if "nsp_accuracy" in model_scores:
-        metrics["nsp_chance_accuracy"] = 0.5
+        metrics["nsp_chance_accuracy"] = 0.5  # IsNext and NotNext pairs are drawn 50/50
     write_json(reports / f"{name}.json", metrics)
     artifacts = [str(reports / f"{name}.json")]
 

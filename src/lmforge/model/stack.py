@@ -22,7 +22,11 @@ from lmforge.model.components.positions import RelativePositionBias, Rotary, ali
 
 
 def positions_for(key_valid: torch.Tensor | None, past: int, length: int, device) -> torch.Tensor:
-    """Positions of all keys (B or 1, past + length): 0, 1, ... over real tokens; padding reuses 0."""
+    """Positions of all keys (B or 1, past + length): 0, 1, ... over real tokens.
+
+    A pad gets the position of the last real token before it (0 for left padding before the first
+    one); masks keep pads out of attention, so their positions only need to be valid indices.
+    """
     if key_valid is None:
         return torch.arange(past + length, device=device)[None]
     return (key_valid.long().cumsum(-1) - 1).clamp(min=0)

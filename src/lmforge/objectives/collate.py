@@ -38,9 +38,10 @@ def length_mask(lengths: Sequence[int], max_length: int) -> Tensor:
     return (torch.arange(max_length)[None, :] < lengths_t[:, None]).long()
 
 
-def _index_of(item: Item) -> int | None:
+def _generator(rng: ExampleRNG, item: Item) -> torch.Generator:
+    """The generator of this visit of the item: keyed by its dataset index and draw (copy or epoch)."""
     index = item.get("index")
-    return None if index is None else int(index)
+    return rng.generator(None if index is None else int(index), int(item.get("draw", 0)))
 
 
 class CausalLMCollator:
@@ -70,9 +71,8 @@ class MLMCollator:
 
     Output: `input_ids` (corrupted), `attention_mask`, `labels` (-100 except at selected positions),
     plus `token_type_ids` (padded with 0) and `nsp_labels` when the items have them. Each item is
-    masked on its own, before padding, with `ExampleRNG.generator(item["index"])`: with
-    `dynamic=False` an example gets the same mask every time it is seen (BERT), with `dynamic=True`
-    a fresh one (RoBERTa).
+    masked on its own, before padding, with the generator of `(seed, item["draw"], item["index"])`:
+    static (BERT) or dynamic (RoBERTa) masking is decided by what the dataset puts in `draw`.
     """
 
     def __init__(
@@ -82,7 +82,6 @@ class MLMCollator:
         vocab_size: int,
         special_ids: Iterable[int | None],
         mlm_probability: float = 0.15,
-        dynamic: bool = True,
         seed: int = 0,
         mask_fraction: float = 0.8,
         random_fraction: float = 0.1,
@@ -92,13 +91,13 @@ class MLMCollator:
         self.masker = MLMMasker(
             mask_id, vocab_size, specials, mlm_probability, mask_fraction, random_fraction
         )
-        self.rng = ExampleRNG(seed, dynamic)
+        self.rng = ExampleRNG(seed)
 
     def __call__(self, items: list[Item]) -> dict[str, Tensor]:
         corrupted, labels = [], []
         for item in items:
             input_ids = torch.as_tensor(item["input_ids"], dtype=torch.long)  # (L,)
-            ids, item_labels = self.masker(input_ids, self.rng.generator(_index_of(item)))
+            ids, item_labels = self.masker(input_ids, _generator(self.rng, item))
             corrupted.append(ids)
             labels.append(item_labels)
         input_ids = pad_right(corrupted, self.pad_id)  # (B, T)
@@ -121,7 +120,8 @@ class SpanCorruptionCollator:
     """Batch for T5 span corruption, padded to the longest inputs and targets of the batch.
 
     Output: `input_ids`, `attention_mask` (encoder); `decoder_input_ids` = `[decoder_start_id] +
-    targets[:-1]`, `decoder_attention_mask`; `labels` = targets with padding -> -100.
+    targets[:-1]`, `decoder_attention_mask`; `labels` = targets with padding -> -100; `content_mask`,
+    true where a label is a dropped text token rather than a sentinel or EOS (about 70% of targets).
     """
 
     def __init__(
@@ -132,20 +132,20 @@ class SpanCorruptionCollator:
         decoder_start_id: int | None = None,
         noise_density: float = 0.15,
         mean_span_length: float = 3.0,
-        dynamic: bool = True,
         seed: int = 0,
     ) -> None:
         self.corruptor = SpanCorruptor(sentinel_ids, eos_id, noise_density, mean_span_length)
         self.pad_id = int(pad_id)
         # T5 starts decoding from the pad token; None keeps that convention.
         self.decoder_start_id = self.pad_id if decoder_start_id is None else int(decoder_start_id)
-        self.rng = ExampleRNG(seed, dynamic)
+        self.rng = ExampleRNG(seed)
+        self.structure_ids = torch.tensor([*sentinel_ids, eos_id], dtype=torch.long)  # not content
 
     def __call__(self, items: list[Item]) -> dict[str, Tensor]:
         inputs, targets = [], []
         for item in items:
             tokens = torch.as_tensor(item["input_ids"], dtype=torch.long)  # (L,)
-            item_inputs, item_targets = self.corruptor(tokens, self.rng.generator(_index_of(item)))
+            item_inputs, item_targets = self.corruptor(tokens, _generator(self.rng, item))
             inputs.append(item_inputs)
             targets.append(item_targets)
         start = torch.tensor([self.decoder_start_id], dtype=torch.long)
@@ -158,4 +158,5 @@ class SpanCorruptionCollator:
             "decoder_input_ids": pad_right(decoder_inputs, self.pad_id),  # (B, T_dec)
             "decoder_attention_mask": length_mask([len(t) for t in targets], labels.shape[1]),  # (B, T_dec)
             "labels": labels,
+            "content_mask": (labels != IGNORE_INDEX) & ~torch.isin(labels, self.structure_ids),  # (B, T_dec)
         }

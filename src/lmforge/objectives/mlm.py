@@ -26,7 +26,8 @@ class MaskedLMObjective(nn.Module):
     Batch: `input_ids`, `attention_mask`, `labels` `(B, T)`; `token_type_ids` optional;
     `nsp_labels` `(B,)` required when `nsp=True`.
     Stats (detached 0-dim): loss, mlm_loss, mlm_accuracy, n_masked, n_tokens (= n_masked),
-    nll_sum, n_correct, and with NSP: nsp_loss, nsp_accuracy.
+    nll_sum, n_correct, and with NSP: nsp_loss, nsp_accuracy and the sums nsp_nll_sum, nsp_n,
+    nsp_correct (so validation can average over a whole split).
     """
 
     def __init__(self, d_model: int, nsp: bool = False, label_smoothing: float = 0.0) -> None:
@@ -63,7 +64,11 @@ class MaskedLMObjective(nn.Module):
             nsp_labels = batch["nsp_labels"]  # (B,)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
             loss = loss + nsp_loss
+            correct = (nsp_logits.detach().argmax(-1) == nsp_labels).sum()
             stats["nsp_loss"] = nsp_loss.detach()
-            stats["nsp_accuracy"] = (nsp_logits.argmax(-1) == nsp_labels).float().mean().detach()
+            stats["nsp_accuracy"] = ratio(correct, nsp_labels.new_tensor(len(nsp_labels)))
+            stats["nsp_nll_sum"] = nsp_loss.detach().float() * len(nsp_labels)
+            stats["nsp_n"] = nsp_labels.new_tensor(len(nsp_labels))
+            stats["nsp_correct"] = correct
         stats["loss"] = loss.detach()
         return loss, stats

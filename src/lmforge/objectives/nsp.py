@@ -1,8 +1,9 @@
 """Next-sentence prediction head: BERT's pooler on the [CLS] state, then a 2-way classifier.
 
 Devlin et al. 2018, section 3.1 ("Task #2: Next Sentence Prediction") and the reference
-implementation: pooled = tanh(W_p h_[CLS] + b_p); logits = W_c pooled + b_c, where label 0 means
-"B follows A" (IsNext) and 1 means "B is a random sentence" (NotNext) in the data helper's items.
+implementation: pooled = tanh(W_p h_[CLS] + b_p); logits = W_c pooled + b_c. In our items
+(`SentencePairDataset`) label 1 means "B follows A" (IsNext) and 0 means "B comes from another
+document" (NotNext); the reference implementation uses the opposite coding, which changes nothing.
 """
 
 from __future__ import annotations

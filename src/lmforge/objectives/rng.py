@@ -1,22 +1,17 @@
-"""Per-example random generators for static and dynamic corruption of training examples.
+"""Per-example random generators: every corruption is a pure function of (seed, draw, example).
 
-BERT (Devlin et al. 2018) masks each example once, when the training data is written, so an example
-carries the same mask every epoch. RoBERTa (Liu et al. 2019, section 4.1) draws a fresh mask every
-time an example is fed to the model. `ExampleRNG` offers both behind one call:
-
-- static: the generator for an example is seeded from `(seed, index)` alone, so the corruption is a
-  pure function of the example's position in the dataset, independent of batch composition, worker
-  count or epoch;
-- dynamic: one generator per process, seeded lazily from `(seed, torch.initial_seed())`. The
-  DataLoader seeds every worker with `base_seed + worker_id` and draws a new `base_seed` for every
-  epoch, so workers never share a stream and a new epoch gets new masks; with `num_workers=0` the
-  main-process generator simply keeps advancing. Runs seeded with `lightning.seed_everything` are
-  reproducible; resuming mid-epoch does not replay the exact dynamic masks.
+BERT (Devlin et al. 2018) masks each training instance once, when the training data is written,
+duplicating every sequence `dupe_factor` times with different masks; RoBERTa (Liu et al. 2019,
+section 4.1) draws a fresh mask every time a sequence is fed to the model. Both are one rule here:
+the generator of an example is seeded from `(seed, draw, index)`, where `draw` is the instance's
+copy number for static corruption and the epoch for dynamic corruption (see
+`lmforge.data.datasets.Draws`). No generator state flows between examples, so the corruption of
+an example does not depend on batch composition, worker count, process rank or where a run was
+resumed: an interrupted and resumed run sees exactly the masks of an uninterrupted one, and two
+DDP processes, which visit different examples, draw different masks.
 """
 
 from __future__ import annotations
-
-import os
 
 import torch
 
@@ -38,28 +33,16 @@ def mix_seed(*values: int) -> int:
 
 
 class ExampleRNG:
-    """Hands out the `torch.Generator` that corrupts one example; picklable for DataLoader workers."""
+    """Hands out the `torch.Generator` that corrupts one example; plain data, so picklable."""
 
-    def __init__(self, seed: int, dynamic: bool) -> None:
+    def __init__(self, seed: int) -> None:
         self.seed = int(seed)
-        self.dynamic = bool(dynamic)
-        self._generator: torch.Generator | None = None  # dynamic only: this process's stream
-        self._pid: int | None = None  # process that seeded `_generator` (forked workers must reseed)
 
-    def generator(self, index: int | None) -> torch.Generator:
-        """The generator for example `index`: fresh and deterministic if static, shared if dynamic."""
-        if not self.dynamic:
-            if index is None:
-                raise ConfigError("index=None: static corruption needs each example's dataset index (an int)")
-            return torch.Generator().manual_seed(mix_seed(self.seed, int(index)))
-        if self._generator is None or self._pid != os.getpid():
-            self._generator = torch.Generator().manual_seed(mix_seed(self.seed, torch.initial_seed()))
-            self._pid = os.getpid()
-        return self._generator
-
-    def __getstate__(self) -> dict:
-        # A generator's stream must not be copied into another process: each one reseeds itself.
-        return {"seed": self.seed, "dynamic": self.dynamic, "_generator": None, "_pid": None}
+    def generator(self, index: int | None, draw: int = 0) -> torch.Generator:
+        """A fresh generator for visit `draw` of example `index`."""
+        if index is None:
+            raise ConfigError("index=None: corruption needs each example's dataset index (an int)")
+        return torch.Generator().manual_seed(mix_seed(self.seed, int(draw), int(index)))
 
     def __repr__(self) -> str:
-        return f"ExampleRNG(seed={self.seed}, dynamic={self.dynamic})"
+        return f"ExampleRNG(seed={self.seed})"

@@ -18,7 +18,9 @@ class SpanCorruptionObjective(nn.Module):
     """`objective(model, batch) -> (loss, stats)` for T5-style pretraining.
 
     Batch: `input_ids`, `attention_mask` `(B, T_enc)`; `decoder_input_ids`, `decoder_attention_mask`,
-    `labels` `(B, T_dec)`. Stats (detached 0-dim): loss, accuracy, n_tokens, nll_sum, n_correct.
+    `labels` `(B, T_dec)`; `content_mask` optional. Stats (detached 0-dim): loss, accuracy, n_tokens,
+    nll_sum, n_correct, and with a content mask n_content, n_content_correct: accuracy on the dropped
+    text alone, without the sentinels and EOS that are easy to predict.
     """
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
@@ -33,7 +35,13 @@ class SpanCorruptionObjective(nn.Module):
             decoder_attention_mask=batch.get("decoder_attention_mask"),
         )
         logits = out.logits  # (B, T_dec, V)
+        labels = batch["labels"]  # (B, T_dec)
         result = token_cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1), self.label_smoothing
+            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), self.label_smoothing
         )
-        return result.loss, result.stats()
+        stats = result.stats()
+        if "content_mask" in batch:
+            content = batch["content_mask"]  # (B, T_dec)
+            stats["n_content"] = content.sum()
+            stats["n_content_correct"] = ((logits.detach().argmax(-1) == labels) & content).sum()
+        return result.loss, stats

@@ -1,7 +1,13 @@
-"""Callbacks: loss curves for `dvc plots` and a throughput meter.
+"""Callbacks that make a run's record survive interruption: loss curves, throughput and RNG state.
 
-`CurveWriter` records train loss per logged step and validation loss per evaluation, and writes
-them as CSV (atomically) under the run's reports folder at the end of fitting; DVC plots them.
+`CurveWriter` records the train loss per logged step and the validation metrics per evaluation,
+with tokens and seconds, and writes the curves as CSV (atomically) under the run's reports folder
+at the end of fitting; DVC plots them. Its rows and counters are part of every checkpoint, so a
+resumed run writes the whole curve of the run, and `tokens_seen`, `tokens_per_second` and
+`wall_seconds` cover all of it.
+
+`RandomState` puts the global torch RNG (which dropout draws from) into checkpoints and restores it
+just before the first training batch after a resume, so dropout masks continue where they stopped.
 """
 
 from __future__ import annotations
@@ -10,10 +16,21 @@ import csv
 import io
 import time
 from pathlib import Path
+from typing import Any
 
 import lightning as L
+import torch
 
 from lmforge.io import write_text
+
+TRAIN_COLUMNS = {"train/nll": "train_loss", "train/nsp_loss": "train_nsp_loss"}
+VAL_COLUMNS = {
+    "val/loss": "val_loss",
+    "val/accuracy": "val_accuracy",
+    "val/nsp_loss": "val_nsp_loss",
+    "val/nsp_accuracy": "val_nsp_accuracy",
+    "val/content_accuracy": "val_content_accuracy",
+}
 
 
 class CurveWriter(L.Callback):
@@ -22,38 +39,90 @@ class CurveWriter(L.Callback):
         self.every = every_n_steps
         self.train: list[dict[str, float]] = []
         self.val: list[dict[str, float]] = []
-        self.tokens = 0
-        self.train_seconds = 0.0
-        self._start = 0.0
+        self.tokens = 0  # training tokens over all processes, whole run
+        self.train_seconds = 0.0  # time inside training batches, whole run
+        self.wall_before = 0.0  # wall time of the sessions before this one (resumed runs)
+        self._batch_start = self._fit_start = 0.0
 
-    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-        self._start = time.perf_counter()
-
-    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        self.train_seconds += time.perf_counter() - self._start
-        self.tokens += int(batch["input_ids"].numel()) * trainer.world_size
-        step = trainer.global_step
-        if step % self.every == 0 and "train/loss" in trainer.callback_metrics:
-            self.train.append({"step": step, "train_loss": float(trainer.callback_metrics["train/loss"])})
-
-    def on_validation_end(self, trainer, module) -> None:
-        if trainer.sanity_checking or "val/loss" not in trainer.callback_metrics:
-            return
-        self.val.append(
-            {"step": trainer.global_step, "val_loss": float(trainer.callback_metrics["val/loss"])}
-        )
+    @property
+    def wall_seconds(self) -> float:
+        return self.wall_before + (time.perf_counter() - self._fit_start if self._fit_start else 0.0)
 
     @property
     def tokens_per_second(self) -> float:
         return self.tokens / self.train_seconds if self.train_seconds else 0.0
 
+    def on_fit_start(self, trainer, module) -> None:
+        self._fit_start = time.perf_counter()
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._batch_start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self.train_seconds += time.perf_counter() - self._batch_start
+        self.tokens += int(batch["input_ids"].numel()) * trainer.world_size
+        step = trainer.global_step
+        if step % self.every == 0 and (not self.train or self.train[-1]["step"] != step):
+            row = _row(step, trainer.callback_metrics, TRAIN_COLUMNS)
+            if len(row) > 1:
+                self.train.append(row)
+
+    def on_validation_end(self, trainer, module) -> None:
+        if trainer.sanity_checking or "val/loss" not in trainer.callback_metrics:
+            return
+        self.val.append(_row(trainer.global_step, trainer.callback_metrics, VAL_COLUMNS))
+
     def on_fit_end(self, trainer, module) -> None:
         if trainer.is_global_zero:
-            _write_csv(self.reports_dir / "train_loss.csv", ["step", "train_loss"], self.train)
-            _write_csv(self.reports_dir / "val_loss.csv", ["step", "val_loss"], self.val)
+            _write_csv(self.reports_dir / "train_loss.csv", self.train, ["step", "train_loss"])
+            _write_csv(self.reports_dir / "val_loss.csv", self.val, ["step", "val_loss"])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "train": self.train,
+            "val": self.val,
+            "tokens": self.tokens,
+            "train_seconds": self.train_seconds,
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.train, self.val = list(state["train"]), list(state["val"])
+        self.tokens, self.train_seconds = int(state["tokens"]), float(state["train_seconds"])
+        self.wall_before = float(state["wall_seconds"])
 
 
-def _write_csv(path: Path, columns: list[str], rows: list[dict[str, float]]) -> None:
+class RandomState(L.Callback):
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._pending = state  # applied at the first batch: setting up the loop must not shift it
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if self._pending is not None:
+            torch.set_rng_state(self._pending["torch"])
+            if "cuda" in self._pending and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(self._pending["cuda"])
+            self._pending = None
+
+
+def _row(step: int, metrics: dict[str, Any], columns: dict[str, str]) -> dict[str, float]:
+    row: dict[str, float] = {"step": step}
+    for key, column in columns.items():
+        if key in metrics:
+            row[column] = float(metrics[key])
+    return row
+
+
+def _write_csv(path: Path, rows: list[dict[str, float]], required: list[str]) -> None:
+    columns = required + [c for c in {k: None for row in rows for k in row} if c not in required]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

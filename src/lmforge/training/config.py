@@ -25,13 +25,16 @@ class ObjectiveConfig:
     name: str = "clm"  # label used in run names
     kind: ObjectiveKind = ObjectiveKind.clm
     nsp: bool = False  # mlm: add next-sentence prediction on [CLS] A [SEP] B [SEP] pairs (BERT)
-    dynamic_masking: bool = True  # mlm: fresh masks each visit (RoBERTa) or fixed per example (BERT)
+    dynamic_masking: bool = True  # fresh masks/spans each epoch (RoBERTa) or fixed instances (BERT)
+    dupe_factor: int = 10  # static only: copies of each example, each with its own mask and NSP pair
     mlm_probability: float = 0.15  # mlm: share of tokens selected for prediction
     noise_density: float = 0.15  # span_corruption: share of tokens dropped
     mean_span_length: float = 3.0  # span_corruption: mean length of a dropped span
     label_smoothing: float = 0.0  # Szegedy et al. 2016; 0.1 in the 2017 Transformer
 
     def __post_init__(self) -> None:
+        if self.dupe_factor < 1:
+            raise ConfigError(f"objective.dupe_factor: got {self.dupe_factor}, expected an integer >= 1")
         for key in ("mlm_probability", "noise_density"):
             if not 0.0 < getattr(self, key) < 1.0:
                 raise ConfigError(f"objective.{key}: got {getattr(self, key)}, expected a value in (0, 1)")
@@ -60,14 +63,78 @@ class TrainConfig:
     num_workers: int = 0  # DataLoader worker processes
     out_dir: str = "artifacts/pretrain/run"  # checkpoints (best.ckpt, last.ckpt)
     reports_dir: str = "reports/pretrain/run"  # curves and summary metrics for DVC
-    resume: bool = False  # continue from {out_dir}/last.ckpt (weights, optimizer, step) if present
+    # false: start afresh; true: continue from {out_dir}/last.ckpt (weights, optimizer, schedule step,
+    # data position, RNG, curves), which must exist; auto: continue only a last.ckpt of this very
+    # config, data and code (so `dvc repro` after an interrupted `dvc repro` continues), else afresh
+    resume: Any = "auto"
+    checkpoint_every: int = 50  # write last.ckpt every N optimizer steps (and at the end): at most N lost
 
     def __post_init__(self) -> None:
-        for key in ("batch_size", "seq_len"):
+        for key in ("batch_size", "seq_len", "checkpoint_every"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"train.{key}: got {getattr(self, key)}, expected an integer >= 1")
         if self.num_workers < 0:
             raise ConfigError(f"train.num_workers: got {self.num_workers}, expected an integer >= 0")
+        if self.resume not in (True, False, "auto"):
+            raise ConfigError(f"train.resume: got {self.resume!r}, expected true, false or auto")
+
+
+PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
+
+
+@dataclass
+class TrainerConfig:
+    """The Lightning `Trainer` arguments we pass through; validation always covers the whole split."""
+
+    name: str = "cpu"  # label of the preset
+    accelerator: str = "cpu"  # cpu | gpu | auto
+    devices: Any = 1  # processes per node: an integer, -1 (all) or "auto"
+    num_nodes: int = 1  # machines (torchrun or SLURM starts the processes)
+    strategy: str = "auto"  # auto | ddp | fsdp | ...
+    precision: str = "32-true"  # one of PRECISIONS
+    max_steps: int = 500  # optimizer steps of the run (the LR schedule's length)
+    val_check_interval: int = 100  # validate every N optimizer steps, counted across epochs
+    check_val_every_n_epoch: int | None = None  # must stay null: validation is step-based
+    gradient_clip_val: float | None = 1.0  # clip the global gradient norm; null -> off
+    accumulate_grad_batches: int = 1  # micro-batches per optimizer step
+    log_every_n_steps: int = 10  # train-loss logging and curve points
+    enable_progress_bar: bool = True
+    num_sanity_val_steps: int = 0  # validation batches run before training
+
+    def __post_init__(self) -> None:
+        for key in (
+            "max_steps",
+            "val_check_interval",
+            "accumulate_grad_batches",
+            "log_every_n_steps",
+            "num_nodes",
+        ):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"trainer.{key}: got {getattr(self, key)}, expected an integer >= 1")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"trainer.precision: got {self.precision!r}, expected one of {', '.join(PRECISIONS)}"
+            )
+        if self.check_val_every_n_epoch is not None:
+            raise ConfigError(
+                f"trainer.check_val_every_n_epoch: got {self.check_val_every_n_epoch}, expected null "
+                "(validation runs every val_check_interval steps)"
+            )
+        if self.gradient_clip_val is not None and self.gradient_clip_val < 0:
+            raise ConfigError(
+                f"trainer.gradient_clip_val: got {self.gradient_clip_val}, expected null or >= 0"
+            )
+        if self.num_sanity_val_steps < 0:
+            raise ConfigError(f"trainer.num_sanity_val_steps: got {self.num_sanity_val_steps}, expected >= 0")
+        devices_ok = self.devices == "auto" or (
+            isinstance(self.devices, int)
+            and not isinstance(self.devices, bool)
+            and (self.devices >= 1 or self.devices == -1)
+        )
+        if not devices_ok:
+            raise ConfigError(
+                f"trainer.devices: got {self.devices!r}, expected an integer >= 1, -1 or 'auto'"
+            )
 
 
 def objective_config(node: Any) -> ObjectiveConfig:
@@ -80,3 +147,7 @@ def optim_config(node: Any) -> OptimConfig:
 
 def train_config(node: Any) -> TrainConfig:
     return validate(TrainConfig, node, "train")
+
+
+def trainer_config(node: Any) -> TrainerConfig:
+    return validate(TrainerConfig, node, "trainer")

@@ -1,23 +1,25 @@
 """The LightningModule of pretraining: a plain model, an objective, AdamW and a warmup schedule.
 
-It takes plain config dicts (saved by `save_hyperparameters`, so a checkpoint is readable and
-`load_from_checkpoint` rebuilds everything) and builds the network itself.
-Validation accumulates summed NLL and token counts, so `val/loss` is the exact per-token loss over
-the split (and perplexity its exponential), synchronised across processes by torchmetrics.
+It takes plain config dicts (saved by `save_hyperparameters`, so a checkpoint holds readable plain
+data that loads with `torch.load(weights_only=True)`) and builds the network itself.
+Training logs `train/loss` (what the optimizer minimises: MLM + NSP for BERT, label-smoothed if
+configured) and `train/nll`, the unsmoothed per-token loss of the predicted targets, which is what
+`val/loss` measures; NSP is logged apart (`train/nsp_loss`, `val/nsp_loss`). Validation adds up the
+objective's sums over the whole split (`SplitSums`, reduced across processes), so `val/loss` is the
+exact per-token loss of the split.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import lightning as L
 import torch
-from torchmetrics import SumMetric
 
 from lmforge.config import ModelConfig, load_model_config
 from lmforge.model import build_model
 from lmforge.objectives import CausalLMObjective, MaskedLMObjective, SpanCorruptionObjective
+from lmforge.objectives.summary import SUM_KEYS, SplitSums, summarise
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind, objective_config, optim_config
 from lmforge.training.optim import build_optimizer
 from lmforge.training.schedules import build_scheduler
@@ -42,42 +44,36 @@ class PretrainModule(L.LightningModule):
         self.optim_config = optim_config(optim)
         self.model = build_model(self.model_config)
         self.objective = build_objective(self.objective_config, self.model_config)
-        self.val_nll = SumMetric()
-        self.val_tokens = SumMetric()
-        self.val_correct = SumMetric()
+        self.val_sums = SplitSums()
 
     def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return self.objective(self.model, batch)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss, stats = self(batch)
-        batch_size = batch["input_ids"].shape[0]
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch_size)
-        for name in ("accuracy", "mlm_accuracy", "nsp_loss", "nsp_accuracy"):
+        size = batch["input_ids"].shape[0]
+        self.log("train/loss", loss, prog_bar=True, batch_size=size)
+        self.log("train/nll", stats["nll_sum"] / stats["n_tokens"].clamp(min=1), batch_size=size)
+        for name in ("accuracy", "nsp_loss", "nsp_accuracy"):
             if name in stats:
-                self.log(f"train/{name}", stats[name], batch_size=batch_size)
+                self.log(f"train/{name}", stats[name], batch_size=size)
         return loss
 
-    def on_train_epoch_start(self) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None)
-        dataset = datamodule.dataset("train") if datamodule is not None else None
-        if hasattr(dataset, "set_epoch"):
-            dataset.set_epoch(self.current_epoch)  # fresh NSP pairs each epoch
+    def on_validation_epoch_start(self) -> None:
+        self.val_sums = SplitSums()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         _, stats = self(batch)
-        self.val_nll.update(stats["nll_sum"])
-        self.val_tokens.update(stats["n_tokens"])
-        self.val_correct.update(stats["n_correct"])
+        self.val_sums.update(stats)
 
     def on_validation_epoch_end(self) -> None:
-        n = self.val_tokens.compute().clamp(min=1)
-        loss = self.val_nll.compute() / n
-        self.log("val/loss", loss, prog_bar=True)  # already summed over processes
-        self.log("val/perplexity", torch.exp(loss.clamp(max=50)))
-        self.log("val/accuracy", self.val_correct.compute() / n)
-        for metric in (self.val_nll, self.val_tokens, self.val_correct):
-            metric.reset()
+        totals = self.val_sums.totals.to(self.device)
+        totals = self.trainer.strategy.reduce(totals, reduce_op="sum")  # whole split across processes
+        summary = summarise(dict(zip(SUM_KEYS, totals.tolist())))
+        self.log("val/loss", summary["loss"], prog_bar=True, sync_dist=False)
+        for name in ("perplexity", "accuracy", "nsp_loss", "nsp_accuracy", "content_accuracy"):
+            if name in summary:
+                self.log(f"val/{name}", summary[name], sync_dist=False)
 
     def configure_optimizers(self):
         o = self.optim_config
@@ -92,7 +88,3 @@ class PretrainModule(L.LightningModule):
         total = self.hparams.max_steps if o.schedule in ("linear", "cosine") else None
         scheduler = build_scheduler(optimizer, o.schedule, o.warmup_steps, total, **extra)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
-
-
-def perplexity(nll_sum: float, n_tokens: float) -> float:
-    return math.exp(min(nll_sum / max(n_tokens, 1.0), 50.0))

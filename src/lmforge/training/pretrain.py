@@ -1,31 +1,45 @@
 """The `pretrain` stage: a tokenizer's encoded splits + model/objective/optim/trainer configs -> checkpoints.
 
-Outputs: {train.out_dir}/best.ckpt and last.ckpt (Lightning checkpoints that rebuild the model from
-their saved hyperparameters), {train.reports_dir}/{train_loss,val_loss}.csv (curves for `dvc plots`)
-and {train.reports_dir}/metrics.json (for `dvc metrics show`).
+Outputs: {train.out_dir}/best.ckpt (weights + hyperparameters) and last.ckpt (resume state), see
+`lmforge.training.checkpoints`; {train.reports_dir}/{train_loss,val_loss}.csv (curves for `dvc
+plots`) and {train.reports_dir}/metrics.json (for `dvc metrics show`).
+
+Resume (`train.resume`): a continued run replays nothing and skips nothing. The checkpoint brings
+back the step, optimizer, data position within the epoch, RNG and curves, and every random draw of
+the data is keyed by (seed, draw, example), so a run killed at any point and continued ends with the
+same curves and metrics as one that was never interrupted. `{out_dir}/fingerprint.txt` records the
+config, data and code a run started from; `resume=auto` continues only a run with the same one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
+import json
 from pathlib import Path
 from typing import Any
 
 import lightning as L
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import OmegaConf
 
+import lmforge
 from lmforge.config import Family, load_model_config
-from lmforge.errors import ConfigError
-from lmforge.io import write_json
+from lmforge.errors import ConfigError, DataError
+from lmforge.io import exclusive, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import StageResult
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-from lmforge.tracking import active_run
-from lmforge.training.callbacks import CurveWriter
-from lmforge.training.config import ObjectiveKind, objective_config, optim_config, train_config
+from lmforge.tracking import active_run, is_rank_zero
+from lmforge.training.callbacks import CurveWriter, RandomState
+from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
+from lmforge.training.config import (
+    ObjectiveKind,
+    objective_config,
+    optim_config,
+    train_config,
+    trainer_config,
+)
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 
@@ -34,6 +48,7 @@ FAMILY_OF = {
     ObjectiveKind.mlm: Family.encoder,
     ObjectiveKind.span_corruption: Family.encoder_decoder,
 }
+RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "callbacks")
 
 
 def tokenizer_paths(cfg: Any) -> tuple[Path, Path]:
@@ -52,12 +67,41 @@ def model_values(cfg: Any, vocab_size: int, pad_id: int, seq_len: int) -> dict[s
     return config.to_dict()
 
 
-def trainer_kwargs(cfg: Any) -> dict[str, Any]:
-    kwargs = OmegaConf.to_container(cfg.trainer, resolve=True)
-    kwargs.pop("name", None)
-    if not isinstance(kwargs.get("max_steps"), int) or kwargs["max_steps"] < 1:
-        raise ConfigError(f"trainer.max_steps: got {kwargs.get('max_steps')!r}, expected an integer >= 1")
-    return kwargs
+def fingerprint(cfg: Any, tokenizer_file: Path, encoded_dir: Path) -> str:
+    """sha256 of what a run's result depends on: its config (but `train.resume`), data and code."""
+    if not encoded_dir.is_dir():
+        raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
+    values = OmegaConf.to_container(cfg, resolve=True)
+    values["train"].pop("resume", None)
+    code = sorted(Path(lmforge.__file__).parent.rglob("*.py"))
+    files = [tokenizer_file, *sorted(p for p in encoded_dir.iterdir() if p.is_file()), *code]
+    return sha256_files(files) + ":" + json.dumps(values, sort_keys=True)
+
+
+def resume_from(mode: Any, out_dir: Path, stamp_text: str) -> Path | None:
+    """The last.ckpt to continue from, or None to start afresh (see the module docstring)."""
+    last = out_dir / "last.ckpt"
+    stamp = out_dir / "fingerprint.txt"
+    if mode is True:
+        if not last.is_file():
+            raise DataError(f"train.resume=true but {last} does not exist; expected a run to continue")
+        return last
+    if mode == "auto" and last.is_file() and stamp.is_file() and stamp.read_text() == stamp_text:
+        return last
+    return None
+
+
+def will_resume(cfg: Any) -> bool:
+    """Whether `run(cfg)` would continue an interrupted run (MLflow then continues its run too)."""
+    train = train_config(cfg.train)
+    tokenizer_file, encoded_dir = tokenizer_paths(cfg)
+    try:
+        return (
+            resume_from(train.resume, Path(train.out_dir), fingerprint(cfg, tokenizer_file, encoded_dir))
+            is not None
+        )
+    except (DataError, OSError):
+        return False  # run() reports the problem
 
 
 def run(cfg: Any) -> StageResult:
@@ -66,6 +110,7 @@ def run(cfg: Any) -> StageResult:
         objective_config(cfg.objective),
         optim_config(cfg.optim),
     )
+    trainer_cfg = trainer_config(cfg.trainer)
     tokenizer_file, encoded_dir = tokenizer_paths(cfg)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
@@ -75,64 +120,68 @@ def run(cfg: Any) -> StageResult:
             f"model.family: got {model['family']} for objective.kind={objective.kind.value}, "
             f"expected {FAMILY_OF[objective.kind].value}"
         )
-    kwargs = trainer_kwargs(cfg)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    out_dir = Path(train.out_dir)
+    stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
+    args = (cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
+    if not is_rank_zero():  # ranks that Lightning starts once rank zero has decided: same decision
+        return _fit(*args, resume_from(train.resume, out_dir, stamp_text))
+    with exclusive(out_dir.parent / f".{out_dir.name}.lock", f"output folder {out_dir}"):
+        checkpoint = resume_from(train.resume, out_dir, stamp_text)
+        if checkpoint is None:  # a fresh run owns the folder: nothing of an earlier run may survive
+            for name in ("best.ckpt", "last.ckpt"):
+                (out_dir / name).unlink(missing_ok=True)
+            write_text(out_dir / "fingerprint.txt", stamp_text)
+        return _fit(
+            cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir, checkpoint
+        )
 
+
+def _fit(
+    cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir, checkpoint
+) -> StageResult:
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = PretrainDataModule(str(encoded_dir), objective, train, specials, vocab_size, seed=cfg.seed)
-    module = PretrainModule(model, _plain(objective), _plain(optim), max_steps=kwargs["max_steps"])
-    curves = CurveWriter(train.reports_dir, every_n_steps=kwargs.get("log_every_n_steps", 10))
-    checkpoint = ModelCheckpoint(
-        dirpath=train.out_dir,
-        filename="best",
-        monitor="val/loss",
-        mode="min",
-        save_top_k=1,
-        save_last=True,
-        enable_version_counter=False,
-        auto_insert_metric_name=False,
-    )
+    module = PretrainModule(model, _plain(objective), _plain(optim), max_steps=trainer_cfg.max_steps)
+    if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
+        check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
+    curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
+    checkpoints = Checkpoints(train.out_dir, every_n_steps=train.checkpoint_every)
     loggers = []
     if (tracking := active_run()) is not None:
         from lightning.pytorch.loggers import MLFlowLogger
 
         run_id, uri = tracking
         loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-    callbacks = [checkpoint, curves] + ([LearningRateMonitor("step")] if loggers else [])
+    kwargs = dataclasses.asdict(trainer_cfg)
+    kwargs.pop("name")
     trainer = L.Trainer(
         logger=loggers or False,
-        callbacks=callbacks,
+        callbacks=[curves, RandomState(), checkpoints] + ([LearningRateMonitor("step")] if loggers else []),
         default_root_dir=train.out_dir,
+        enable_checkpointing=True,
+        use_distributed_sampler=False,  # our VisitSampler shards by rank and resumes mid-epoch
         **kwargs,
     )
-    last = Path(train.out_dir) / "last.ckpt"
-    resume_from = str(last) if train.resume and last.is_file() else None
-    start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume_from, weights_only=False)
-    wall = time.perf_counter() - start
+    trainer.fit(
+        module, datamodule=datamodule, ckpt_path=str(checkpoint) if checkpoint else None, weights_only=True
+    )
 
     params = count_parameters(module.model)
     metrics = {
-        "best_val_loss": float(checkpoint.best_model_score)
-        if checkpoint.best_model_score is not None
-        else float("nan"),
+        "best_val_loss": checkpoints.best_score if checkpoints.best_score is not None else float("nan"),
+        "best_val_step": checkpoints.best_step if checkpoints.best_step is not None else -1,
         "steps": trainer.global_step,
         "tokens_seen": curves.tokens,
         "tokens_per_second": curves.tokens_per_second,
-        "wall_seconds": wall,
+        "wall_seconds": curves.wall_seconds,
         "params_total": params["total"],
         "params_non_embedding": params["non_embedding"],
     }
     reports = Path(train.reports_dir)
     if trainer.is_global_zero:
         write_json(reports / "metrics.json", metrics)
-    artifacts = [
-        str(Path(train.out_dir) / "best.ckpt"),
-        str(tokenizer_file),
-        str(reports / "metrics.json"),
-        str(reports / "train_loss.csv"),
-        str(reports / "val_loss.csv"),
-    ]
-    return StageResult(metrics, artifacts)
+    artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
+    return StageResult(metrics, [str(Path(train.out_dir) / "best.ckpt"), *artifacts])
 
 
 def _plain(config: Any) -> dict[str, Any]:

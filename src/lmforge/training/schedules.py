@@ -14,7 +14,9 @@ steps already taken (LambdaLR starts at 0 and we step once per optimizer update)
               Hutter 2017 without restarts; GPT-3, Chinchilla)
     constant  warmup, then the base lr
 
-After `total_steps` the decaying schedules stay at their floor.
+After `total_steps` the decaying schedules stay at their floor. A schedule is a pure function of
+the step: checkpoints keep the step, never the schedule's settings, so a run resumed with a larger
+`trainer.max_steps` follows the new schedule from the step it stopped at.
 """
 
 from __future__ import annotations
@@ -122,11 +124,26 @@ def make_schedule(name: str, warmup_steps: int, total_steps: int | None = None, 
     return SCHEDULES[name](warmup_steps, total_steps, **kwargs)
 
 
+class StepSchedule(LambdaLR):
+    """`LambdaLR` whose state is the step alone: LambdaLR would also save and restore the schedule
+    object's fields (its `total_steps`), silently overriding the configured schedule on resume."""
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state.pop("lr_lambdas", None)
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = {k: v for k, v in state_dict.items() if k != "lr_lambdas"}
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        super().load_state_dict(state)  # the step comes back; the multipliers stay the configured ones
+
+
 def build_scheduler(
     optimizer: Optimizer, name: str, warmup_steps: int, total_steps: int | None = None, **kwargs: Any
 ) -> LambdaLR:
-    """A `LambdaLR` over every param group, to be stepped once per optimizer update.
+    """A `StepSchedule` over every param group, to be stepped once per optimizer update.
 
     `kwargs`: `d_model` (required) and `factor` for noam; `min_lr_ratio` for linear and cosine.
     """
-    return LambdaLR(optimizer, make_schedule(name, warmup_steps, total_steps, **kwargs))
+    return StepSchedule(optimizer, make_schedule(name, warmup_steps, total_steps, **kwargs))

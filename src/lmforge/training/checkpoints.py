@@ -1,0 +1,128 @@
+"""Checkpoints that are safe to write and safe to read.
+
+Writing: `Checkpoints` keeps two files in the run's folder, each written to a temporary file and
+renamed, so a run killed mid-write leaves the previous complete file, never a half-written one:
+
+    best.ckpt   weights + hyperparameters of the lowest `val/loss` so far (what evaluation loads)
+    last.ckpt   everything resume needs: weights, optimizer, schedule step, loop counters, data
+                position, RNG and curve state; written every `every_n_steps` optimizer steps (after
+                validation when both fall on one step) and when training ends
+
+Reading: `read_checkpoint` loads with `torch.load(weights_only=True)`, which refuses any pickled
+object other than tensors and plain containers, so a crafted file cannot run code; an empty,
+truncated, random or foreign file is one `DataError` line naming it. `load_module` rebuilds the
+`PretrainModule` from the plain hyperparameters and refuses weights of another architecture.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Checkpoint
+
+from lmforge.errors import ConfigError, DataError
+
+EXPECTED = "a checkpoint written by the lmforge pretrain stage"
+
+
+class Checkpoints(Checkpoint):
+    def __init__(self, dirpath: str | os.PathLike, every_n_steps: int) -> None:
+        self.dirpath, self.every = Path(dirpath), every_n_steps
+        self.best_score: float | None = None
+        self.best_step: int | None = None
+        self._last_saved_step = -1
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        step = trainer.global_step
+        validates_now = (trainer.fit_loop.epoch_loop.total_batch_idx + 1) % trainer.val_check_batch == 0
+        if step % self.every == 0 and not validates_now:  # else saved after validation, below
+            self._save_last(trainer)
+
+    def on_validation_end(self, trainer, module) -> None:
+        if trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        score = trainer.callback_metrics.get("val/loss")
+        if score is not None and (self.best_score is None or float(score) < self.best_score):
+            self.best_score, self.best_step = float(score), trainer.global_step
+            self._save(trainer, "best.ckpt", weights_only=True)
+        if trainer.global_step % self.every == 0:
+            self._save_last(trainer)
+
+    def on_train_end(self, trainer, module) -> None:
+        self._save_last(trainer)
+
+    def _save_last(self, trainer: L.Trainer) -> None:
+        if trainer.global_step != self._last_saved_step:  # once per optimizer step (accumulation)
+            self._save(trainer, "last.ckpt")
+            self._last_saved_step = trainer.global_step
+
+    def _save(self, trainer: L.Trainer, name: str, weights_only: bool = False) -> None:
+        final = self.dirpath / name
+        tmp = final.with_name(f".{name}.tmp")
+        trainer.save_checkpoint(tmp, weights_only=weights_only)  # every rank calls; rank zero writes
+        if trainer.is_global_zero:
+            os.replace(tmp, final)
+        trainer.strategy.barrier()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best_score": self.best_score, "best_step": self.best_step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best_score, self.best_step = state["best_score"], state["best_step"]
+
+
+def read_checkpoint(
+    path: str | os.PathLike, needs: tuple[str, ...] = ("state_dict", "hyper_parameters")
+) -> dict:
+    """The checkpoint's plain contents, or one DataError line naming the file and what was expected."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(
+            f"checkpoint {path} does not exist; expected {EXPECTED} (run the pretrain stage first)"
+        )
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise DataError(
+            f"checkpoint {path} holds pickled objects other than tensors and plain data, refused by "
+            f"weights_only loading; expected {EXPECTED}"
+        ) from None
+    except Exception as err:  # empty, truncated or not a torch file at all
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(f"checkpoint {path} is unreadable ({reason}); expected {EXPECTED}") from None
+    missing = [key for key in needs if not isinstance(checkpoint, dict) or key not in checkpoint]
+    if missing:
+        raise DataError(f"checkpoint {path} has no '{missing[0]}'; expected {EXPECTED}")
+    return checkpoint
+
+
+def load_module(path: str | os.PathLike):
+    """A `PretrainModule` in eval mode, rebuilt from a checkpoint's hyperparameters and weights."""
+    from lmforge.training.module import PretrainModule
+
+    checkpoint = read_checkpoint(path)
+    try:
+        module = PretrainModule(**checkpoint["hyper_parameters"])
+    except (ConfigError, TypeError) as err:
+        raise DataError(
+            f"checkpoint {path} has hyperparameters that build no model ({err}); expected {EXPECTED}"
+        ) from None
+    check_weights(module, checkpoint, path)
+    return module.eval()
+
+
+def check_weights(module: torch.nn.Module, checkpoint: dict, path: str | os.PathLike) -> None:
+    """Load the checkpoint's weights into `module`, or one line saying they belong to another model."""
+    try:
+        module.load_state_dict(checkpoint["state_dict"], strict=True)
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:200]
+        raise DataError(
+            f"checkpoint {path} holds weights of another architecture ({detail}); expected weights for "
+            "the configured model"
+        ) from None
