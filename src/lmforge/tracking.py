@@ -115,20 +115,22 @@ def _tracked(stage: Stage, view: DictConfig, cfg: DictConfig, label: str, uri: s
 
 
 def _settle_unfinished_runs(label: str, resume: bool) -> str | None:
-    """Runs of this stage left RUNNING by a killed process: the newest is continued when the stage
-    resumes, every other one is marked KILLED. Returns the run id to continue, if any."""
+    """A resumed stage continues the newest MLflow run of the same stage (the one that wrote the
+    checkpoint it continues); every other run left RUNNING by a killed process is marked KILLED.
+    Returns the run id to continue, if any."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    stale = mlflow.search_runs(
-        filter_string=f"tags.dvc_stage = '{label}' and attributes.status = 'RUNNING'",
+    runs = mlflow.search_runs(
+        filter_string=f"tags.dvc_stage = '{label}'",
         order_by=["attributes.start_time DESC"],
         output_format="list",
+        max_results=100,
     )
-    keep = stale[0].info.run_id if resume and stale else None
+    keep = runs[0].info.run_id if resume and runs else None
     client = MlflowClient()
-    for run in stale:
-        if run.info.run_id != keep:
+    for run in runs:
+        if run.info.status == "RUNNING" and run.info.run_id != keep:
             client.set_terminated(run.info.run_id, status="KILLED")
     return keep
 

@@ -87,18 +87,29 @@ def read_checkpoint(
         )
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
+    except pickle.UnpicklingError as err:
+        if "Unsupported global" not in str(err):  # not a refused object: bytes that are no pickle
+            reason = str(err).split("WeightsUnpickler error:")[-1]
+            raise DataError(
+                f"checkpoint {path} is unreadable ({_first_line(reason)}); expected {EXPECTED}"
+            ) from None
         raise DataError(
             f"checkpoint {path} holds pickled objects other than tensors and plain data, refused by "
             f"weights_only loading; expected {EXPECTED}"
         ) from None
     except Exception as err:  # empty, truncated or not a torch file at all
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise DataError(f"checkpoint {path} is unreadable ({reason}); expected {EXPECTED}") from None
+        raise DataError(
+            f"checkpoint {path} is unreadable ({_first_line(err)}); expected {EXPECTED}"
+        ) from None
     missing = [key for key in needs if not isinstance(checkpoint, dict) or key not in checkpoint]
     if missing:
         raise DataError(f"checkpoint {path} has no '{missing[0]}'; expected {EXPECTED}")
     return checkpoint
+
+
+def _first_line(err: Exception | str) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def load_module(path: str | os.PathLike):
