@@ -117,3 +117,7 @@ def test_ddp_on_two_processes_matches_one_process_at_the_same_global_batch(works
     (m_one, c_one), (m_two, c_two) = _record(workspace, "one"), _record(workspace, "two")
     assert m_two["tokens_seen"] == m_one["tokens_seen"]
     assert m_two["best_val_loss"] == pytest.approx(m_one["best_val_loss"], rel=1e-4)
+    val_one, val_two = (c["val_loss.csv"].splitlines()[1:] for c in (c_one, c_two))
+    assert len(val_one) == len(val_two) == 2
+    for a, b in zip(val_one, val_two):
+        assert [float(x) for x in b.split(",")] == pytest.approx([float(x) for x in a.split(",")], rel=1e-4)

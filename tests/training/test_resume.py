@@ -24,7 +24,12 @@ FAMILIES = {
 }
 # 14 steps over a few short epochs, validation every 4, last.ckpt every 3 (at 12 after validation):
 # interruptions land mid-epoch and between checkpoints.
-RUN = ["trainer.max_steps=14", "trainer.val_check_interval=4", "train.checkpoint_every=3", "optim.warmup_steps=2"]
+RUN = [
+    "trainer.max_steps=14",
+    "trainer.val_check_interval=4",
+    "train.checkpoint_every=3",
+    "optim.warmup_steps=2",
+]
 
 
 class Interrupt(L.Callback):
@@ -93,7 +98,10 @@ def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):
     again = pretrain.run(stage_config(*FAMILIES["decoder"], *RUN, "run_name=finished", "train.resume=true"))
     _same_metrics(again.metrics, first)
     assert _files("finished") == files
-    assert json.loads(Path("reports/pretrain/finished/metrics.json").read_text())["tokens_seen"] == first["tokens_seen"]
+    assert (
+        json.loads(Path("reports/pretrain/finished/metrics.json").read_text())["tokens_seen"]
+        == first["tokens_seen"]
+    )
 
 
 def test_a_longer_resumed_run_follows_its_own_schedule(in_workspace):
