@@ -119,7 +119,9 @@ def test_nsp_is_deterministic_by_seed_index_and_draw(make_encoded):
 
     def draws(seed, draw):
         ds = SentencePairDataset(split, max_len=20, cls_id=CLS, sep_id=SEP, seed=seed)
-        return [(ds.item(i, draw)["input_ids"].tolist(), ds.item(i, draw)["nsp_label"]) for i in range(len(ds))]
+        return [
+            (ds.item(i, draw)["input_ids"].tolist(), ds.item(i, draw)["nsp_label"]) for i in range(len(ds))
+        ]
 
     assert draws(0, 0) == draws(0, 0)
     assert draws(0, 0) != draws(1, 0)
@@ -129,7 +131,9 @@ def test_nsp_is_deterministic_by_seed_index_and_draw(make_encoded):
 def test_static_draws_are_fixed_copies_and_dynamic_draws_follow_the_epoch(make_encoded):
     """BERT: `dupe_factor` instances per example, each its own pair, the same every epoch.
     RoBERTa-style dynamic: one instance per example, redrawn every epoch."""
-    base = SentencePairDataset(make_encoded(synthetic_documents()), max_len=20, cls_id=CLS, sep_id=SEP, seed=3)
+    base = SentencePairDataset(
+        make_encoded(synthetic_documents()), max_len=20, cls_id=CLS, sep_id=SEP, seed=3
+    )
     n = len(base)
     static = Draws(base, copies=3, dynamic=False)
     assert len(static) == 3 * n

@@ -54,9 +54,7 @@ def test_mlm_collator_pads_pairs_and_passes_nsp_labels():
             "index": 2,
         },
     ]
-    collate = MLMCollator(
-        PAD, MASK, 50, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.5, seed=0
-    )
+    collate = MLMCollator(PAD, MASK, 50, [PAD, EOS, MASK, CLS, SEP], mlm_probability=0.5, seed=0)
     batch = collate(items)
     assert batch["input_ids"].shape == batch["labels"].shape == batch["token_type_ids"].shape == (3, 8)
     assert batch["attention_mask"].tolist() == [[1] * 6 + [0] * 2, [1] * 5 + [0] * 3, [1] * 8]

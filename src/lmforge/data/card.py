@@ -19,9 +19,15 @@ def split_stats(documents: Sequence[Document]) -> dict[str, int]:
     }
 
 
-def metrics(splits: Mapping[str, Sequence[Document]], n_loaded: int, n_duplicates: int) -> dict[str, float]:
+DROPPED_KINDS = ("bom", "control", "surrogate")  # see lmforge.data.text.invisible_kind
+
+
+def metrics(
+    splits: Mapping[str, Sequence[Document]], n_loaded: int, n_duplicates: int, dropped: Mapping[str, int]
+) -> dict[str, float]:
     """Flat numbers for reports/data.json, `dvc metrics show` and MLflow."""
     out: dict[str, float] = {"documents_loaded": n_loaded, "duplicates_dropped": n_duplicates}
+    out.update({f"chars_dropped_{kind}": int(dropped.get(kind, 0)) for kind in DROPPED_KINDS})
     for split in SPLITS:
         for key, value in split_stats(splits[split]).items():
             out[f"{split}_{key}"] = value
@@ -43,6 +49,10 @@ def render(
     lines += [f"- **{key}**: {value}" for key, value in settings.items()]
     lines += [
         "- Unicode NFC, whitespace collapsed, empty sentences and documents dropped.",
+        "- Invisible characters dropped: "
+        f"{int(numbers['chars_dropped_bom'])} byte-order marks (U+FEFF), "
+        f"{int(numbers['chars_dropped_control'])} control characters (NUL and other non-whitespace C0/C1), "
+        f"{int(numbers['chars_dropped_surrogate'])} lone surrogates.",
         f"- Exact duplicate documents dropped: {int(numbers['duplicates_dropped'])} "
         f"(of {int(numbers['documents_loaded'])} loaded).",
         "- Split by document: documents ranked by sha256(seed:id); first test, then val, rest train.",

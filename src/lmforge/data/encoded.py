@@ -70,6 +70,21 @@ def _save_npy(path: Path, values: list[int]) -> None:
         np.save(f, np.asarray(values, dtype=np.int64))
 
 
+def _load_offsets(path: Path) -> np.ndarray:
+    """An int64 offsets array, or one DataError line: missing, truncated and pickled files refused."""
+    try:
+        offsets = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise DataError(
+            f"{path} is missing or corrupt ({str(err).splitlines()[0]}); re-run the encode stage"
+        ) from None
+    if offsets.dtype != np.int64 or offsets.ndim != 1 or len(offsets) == 0:
+        raise DataError(
+            f"{path} holds {offsets.dtype} of shape {offsets.shape}; expected a 1-D int64 offsets array"
+        )
+    return offsets
+
+
 class EncodedSplit:
     """Read-only view of one encoded split: tokens as np.memmap, offsets as int64 arrays."""
 
@@ -78,18 +93,28 @@ class EncodedSplit:
         meta_path = self.directory / "meta.json"
         if not meta_path.is_file():
             raise DataError(f"{meta_path} does not exist; run the encode stage first")
-        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
-        self.dtype = np.dtype(self.meta["dtype"])
-        self.vocab_size: int = int(self.meta["vocab_size"])
-        self.special_ids: dict[str, Any] = self.meta["special_ids"]
+        try:
+            self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+            self.dtype = np.dtype(self.meta["dtype"])
+            self.vocab_size: int = int(self.meta["vocab_size"])
+            self.special_ids: dict[str, Any] = self.meta["special_ids"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise DataError(
+                f"{meta_path} is not a valid encoding record ({err}); re-run the encode stage"
+            ) from None
         bin_path = self.directory / f"{split}.bin"
         if not bin_path.is_file():
             raise DataError(f"{bin_path} does not exist; expected an encoded split (train, val or test)")
-        size = bin_path.stat().st_size // self.dtype.itemsize
+        n_bytes = bin_path.stat().st_size
+        if n_bytes % self.dtype.itemsize:
+            raise DataError(
+                f"{bin_path} has {n_bytes} bytes, not a whole number of {self.dtype} tokens; "
+                "expected an intact file (re-run the encode stage)"
+            )
         # np.memmap refuses empty files; an empty split is represented by an empty array instead.
-        self.tokens = np.memmap(bin_path, dtype=self.dtype, mode="r") if size else np.zeros(0, self.dtype)
-        self.sentence_offsets = np.load(self.directory / f"{split}.sentences.npy")
-        self.document_offsets = np.load(self.directory / f"{split}.documents.npy")
+        self.tokens = np.memmap(bin_path, dtype=self.dtype, mode="r") if n_bytes else np.zeros(0, self.dtype)
+        self.sentence_offsets = _load_offsets(self.directory / f"{split}.sentences.npy")
+        self.document_offsets = _load_offsets(self.directory / f"{split}.documents.npy")
         self._check()
 
     def _check(self) -> None:

@@ -25,12 +25,12 @@ from lmforge.stage import StageResult
 def run(cfg: Any) -> StageResult:
     """Run the stage for a full Hydra config (uses only its `data` group)."""
     data = data_config(cfg)
-    documents, provenance = load_documents(data)
+    documents, provenance, dropped = load_documents(data)
     if not documents:
         raise DataError(f"data.source={data.source.value} yielded no documents; expected at least 3")
     unique, n_duplicates = deduplicate(documents)
     splits = split_documents(unique, data.val_fraction, data.test_fraction, data.seed, data.max_documents)
-    numbers = card.metrics(splits, len(documents), n_duplicates)
+    numbers = card.metrics(splits, len(documents), n_duplicates, dropped)
 
     prepared, reports = Path(data.prepared_dir), Path(data.reports_dir)
     artifacts = []

@@ -1,4 +1,4 @@
-"""Document sources behind one interface: `load_documents(cfg) -> (documents, provenance)`.
+"""Document sources behind one interface: `load_documents(cfg) -> (documents, provenance, dropped)`.
 
 - brown: the pinned, cached npm package (see `lmforge.data.brown`);
 - local: a folder of `.txt` files (one document each) and/or `.jsonl` files (one document a line);
@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 from lmforge.data import brown
 from lmforge.data.config import DataConfig, SentenceSplit, Source
 from lmforge.data.documents import Document
-from lmforge.data.text import normalise_sentences, split_lines, split_sentences
+from lmforge.data.text import drop_invisible, normalise_sentences, split_lines, split_sentences
 from lmforge.errors import DataError
 
 Provenance = dict[str, str]
@@ -26,14 +28,22 @@ def cache_dir(cfg: DataConfig) -> Path:
     return Path(os.path.expanduser(cfg.cache_dir))
 
 
-def load_documents(cfg: DataConfig) -> tuple[list[Document], Provenance]:
-    """The documents of the configured source, sentences normalised, in source order."""
+def load_documents(cfg: DataConfig) -> tuple[list[Document], Provenance, Counter]:
+    """The documents of the configured source in source order, sentences normalised and cleaned of
+    invisible characters (`text.drop_invisible`), and how many characters of each kind were dropped."""
     if cfg.source is Source.brown:
-        return brown.load(cfg.brown, cache_dir(cfg))
-    splitter = split_lines if cfg.sentence_split is SentenceSplit.lines else split_sentences
-    if cfg.source is Source.local:
-        return load_local(cfg, splitter)
-    return load_hf(cfg, splitter)
+        docs, provenance = brown.load(cfg.brown, cache_dir(cfg))
+    else:
+        splitter = split_lines if cfg.sentence_split is SentenceSplit.lines else split_sentences
+        loader = load_local if cfg.source is Source.local else load_hf
+        docs, provenance = loader(cfg, splitter)
+    dropped: Counter = Counter()
+    cleaned = []
+    for doc in docs:
+        sentences = normalise_sentences(drop_invisible(s, dropped) for s in doc.sentences)
+        if sentences:
+            cleaned.append(dataclasses.replace(doc, sentences=sentences))
+    return cleaned, provenance, dropped
 
 
 def load_local(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[list[Document], Provenance]:

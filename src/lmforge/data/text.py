@@ -1,11 +1,13 @@
-"""Text clean-up shared by every source: Unicode NFC, whitespace collapsing, sentence splitting,
-and the detokeniser that turns Brown's word tokens back into natural text.
+"""Text clean-up shared by every source: Unicode NFC, whitespace collapsing, invisible characters
+dropped (and counted), sentence splitting, and the detokeniser that turns Brown's word tokens back
+into natural text.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and a
@@ -22,6 +24,37 @@ _QUOTES = {"``": '"', "''": '"'}
 def normalise(text: str) -> str:
     """Unicode NFC and every run of whitespace collapsed to one space, stripped at both ends."""
     return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+_WHITESPACE_CONTROLS = frozenset("\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")  # str.split() treats them as spaces
+
+
+def invisible_kind(char: str) -> str | None:
+    """Why `char` is dropped from text, or None to keep it: a byte-order mark / zero-width no-break
+    space (U+FEFF), a control character (NUL and the other C0/C1 controls that are not whitespace),
+    or a lone surrogate (undecodable input kept by `errors=surrogateescape`-like readers)."""
+    if char == "\ufeff":
+        return "bom"
+    category = unicodedata.category(char)
+    if category == "Cc" and char not in _WHITESPACE_CONTROLS:
+        return "control"
+    if category == "Cs":
+        return "surrogate"
+    return None
+
+
+def drop_invisible(text: str, counts: Counter) -> str:
+    """`text` without the characters `invisible_kind` names, each one counted in `counts`."""
+    if text.isprintable():  # the common case: nothing to drop (whitespace is handled elsewhere)
+        return text
+    kept = []
+    for char in text:
+        kind = invisible_kind(char)
+        if kind is None:
+            kept.append(char)
+        else:
+            counts[kind] += 1
+    return "".join(kept)
 
 
 def split_lines(text: str) -> list[str]:

@@ -20,7 +20,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer.config import Kind, TokenizerConfig
-from lmforge.tokenizer.specials import BPE_SPECIALS, WORDPIECE_SPECIALS, special_tokens
+from lmforge.tokenizer.specials import BPE_SPECIALS, WORDPIECE_SPECIALS, special_tokens, text_only
 
 BYTE_ALPHABET = 256
 WORD_START = "\u2581"  # marks the first character of a word while learning WordPiece merges
@@ -147,4 +147,4 @@ BUILDERS = {Kind.wordpiece: build_wordpiece, Kind.bpe: build_bpe}
 def train_tokenizer(cfg: TokenizerConfig, batches: Iterable[list[str]]) -> Tokenizer:
     """Check the vocab size, then train the configured kind on batches of sentences."""
     check_vocab_size(cfg)
-    return BUILDERS[cfg.kind](cfg, batches)
+    return text_only(BUILDERS[cfg.kind](cfg, batches))

@@ -2,6 +2,10 @@
 
 WordPiece: [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4 <extra_id_0>=5 ...
 BPE:       <pad>=0 <|endoftext|>=1 <extra_id_0>=2 ...
+
+Raw text never yields a special id: every tokenizer we train or load encodes the strings
+"[MASK]", "<|endoftext|>", "<extra_id_0>", ... found in text as ordinary text (`text_only`), so
+a corpus cannot inject control tokens; datasets and post-processors add specials by id.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ class SpecialTokens:
         return out
 
 
+def text_only(tokenizer: Tokenizer) -> Tokenizer:
+    """Encode special-token strings in input text as plain text. The flag is not saved in
+    tokenizer.json, so it is set on every tokenizer we train or load."""
+    tokenizer.encode_special_tokens = True
+    return tokenizer
+
+
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     """A saved tokenizer from its `tokenizer.json` or from the folder holding it."""
     path = Path(path)
@@ -55,7 +66,7 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     if not path.is_file():
         raise DataError(f"tokenizer file {path} does not exist; run the tokenizer stage first")
     try:
-        return Tokenizer.from_file(str(path))
+        return text_only(Tokenizer.from_file(str(path)))
     except Exception as err:  # tokenizers raises a bare Exception on a malformed file
         raise DataError(f"{path} is not a valid tokenizer.json ({str(err).splitlines()[0]})") from None
 

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 import lmforge
 from lmforge.config import Family, load_model_config
+from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import exclusive, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
@@ -120,6 +121,8 @@ def run(cfg: Any) -> StageResult:
             f"model.family: got {model['family']} for objective.kind={objective.kind.value}, "
             f"expected {FAMILY_OF[objective.kind].value}"
         )
+    for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
+        EncodedSplit(encoded_dir, split)
     out_dir = Path(train.out_dir)
     stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
     args = (cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
