@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from repo_copy import copy_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ["encoder", "decoder", "encoder_decoder"]
@@ -28,19 +28,6 @@ ALL_STAGES = {
     *(f"pretrain@{f}" for f in FAMILIES),
     *(f"evaluate@{f}" for f in FAMILIES),
 }
-
-
-def _copy_repository(dest: Path) -> None:
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
-        subprocess.run(git + args, cwd=dest, check=True)
 
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -57,7 +44,7 @@ def _ran(output: str) -> set[str]:
 @pytest.mark.slow
 def test_smoke_pipeline_under_dvc(tmp_path):
     repo = tmp_path / "repo"
-    _copy_repository(repo)
+    copy_repository(repo)
     env = {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{repo}/mlruns.db",

@@ -66,15 +66,19 @@ def test_encoded_arrays_round_trip_to_token_ids(encoded_cfg):
         assert isinstance(enc.tokens, np.memmap) and enc.n_documents == len(docs)
         assert meta["splits"][split] == {
             "documents": enc.n_documents,
-            "sentences": enc.n_sentences,
+            "sentences": len(enc.sentence_offsets) - 1,
             "tokens": enc.n_tokens,
         }
         sentence = 0
         for d, doc in enumerate(docs):
             expected = [tok.encode(s, add_special_tokens=False).ids for s in doc.sentences]
             assert list(enc.sentence_range(d)) == list(range(sentence, sentence + len(expected)))
-            assert [enc.sentence(i).tolist() for i in enc.sentence_range(d)] == expected
-            assert enc.document(d).tolist() == [t for ids in expected for t in ids]
+            offsets = enc.sentence_offsets
+            assert [
+                enc.tokens[offsets[i] : offsets[i + 1]].tolist() for i in enc.sentence_range(d)
+            ] == expected
+            starts = enc.document_token_offsets()
+            assert enc.tokens[starts[d] : starts[d + 1]].tolist() == [t for ids in expected for t in ids]
             sentence += len(expected)
     assert result.metrics["encode/train_documents"] == 6
     assert str(out / "meta.json") in result.artifacts and len(result.artifacts) == 10

@@ -60,3 +60,27 @@ def test_two_processes_draw_different_masks():
     assert not torch.equal(masks(0, 0), masks(1, 0))
     assert not torch.equal(masks(0, 0), masks(0, 1))
     assert torch.equal(masks(1, 0), masks(1, 0))
+
+
+def test_the_epoch_reaches_persistent_workers():
+    """Workers keep their copy of the dataset across epochs; the epoch travels with each index, so
+    dynamic masks still change every epoch (and repeat exactly for the same epoch)."""
+    from torch.utils.data import DataLoader
+
+    from lmforge.data.datasets import Draws
+
+    base = [{"input_ids": torch.arange(10, 74)} for _ in range(8)]
+    sampler = VisitSampler(8, seed=1)
+    loader = DataLoader(
+        Draws(base, dynamic=True),
+        batch_size=4,
+        sampler=sampler,
+        collate_fn=MLMCollator(0, 4, 100, [0, 1, 2, 3, 4], mlm_probability=0.3, seed=1),
+        num_workers=1,
+        persistent_workers=True,
+    )
+    epochs = []
+    for epoch in (0, 1, 0):
+        sampler.set_epoch(epoch)
+        epochs.append(torch.cat([batch["labels"] for batch in loader]))
+    assert not torch.equal(epochs[0], epochs[1]) and torch.equal(epochs[0], epochs[2])

@@ -130,24 +130,12 @@ class EncodedSplit:
         return len(self.document_offsets) - 1
 
     @property
-    def n_sentences(self) -> int:
-        return len(self.sentence_offsets) - 1
-
-    @property
     def n_tokens(self) -> int:
         return len(self.tokens)
-
-    def sentence(self, i: int) -> np.ndarray:
-        return np.asarray(self.tokens[self.sentence_offsets[i] : self.sentence_offsets[i + 1]])
 
     def sentence_range(self, doc: int) -> range:
         """Indices of the sentences of document `doc`."""
         return range(int(self.document_offsets[doc]), int(self.document_offsets[doc + 1]))
-
-    def document(self, doc: int) -> np.ndarray:
-        """All tokens of document `doc`, sentences concatenated."""
-        sents = self.sentence_range(doc)
-        return np.asarray(self.tokens[self.sentence_offsets[sents.start] : self.sentence_offsets[sents.stop]])
 
     def document_token_offsets(self) -> np.ndarray:
         """int64 token offsets of the documents, n_documents + 1."""

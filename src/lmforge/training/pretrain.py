@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor
@@ -30,12 +30,16 @@ from lmforge.io import exclusive, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import StageResult
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, is_rank_zero
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
 from lmforge.training.config import (
+    ObjectiveConfig,
     ObjectiveKind,
+    OptimConfig,
+    TrainConfig,
+    TrainerConfig,
     objective_config,
     optim_config,
     train_config,
@@ -123,28 +127,43 @@ def run(cfg: Any) -> StageResult:
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
         EncodedSplit(encoded_dir, split)
+    plan = Plan(cfg.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
     out_dir = Path(train.out_dir)
     stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
-    args = (cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
     if not is_rank_zero():  # ranks that Lightning starts once rank zero has decided: same decision
-        return _fit(*args, resume_from(train.resume, out_dir, stamp_text))
+        return _fit(plan, resume_from(train.resume, out_dir, stamp_text))
     with exclusive(out_dir.parent / f".{out_dir.name}.lock", f"output folder {out_dir}"):
         checkpoint = resume_from(train.resume, out_dir, stamp_text)
         if checkpoint is None:  # a fresh run owns the folder: nothing of an earlier run may survive
             for name in ("best.ckpt", "last.ckpt"):
                 (out_dir / name).unlink(missing_ok=True)
             write_text(out_dir / "fingerprint.txt", stamp_text)
-        return _fit(
-            cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir, checkpoint
-        )
+        return _fit(plan, checkpoint)
 
 
-def _fit(
-    cfg, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir, checkpoint
-) -> StageResult:
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    datamodule = PretrainDataModule(str(encoded_dir), objective, train, specials, vocab_size, seed=cfg.seed)
-    module = PretrainModule(model, _plain(objective), _plain(optim), max_steps=trainer_cfg.max_steps)
+class Plan(NamedTuple):
+    """What `run` validated and decided, handed to `_fit`."""
+
+    seed: int
+    train: TrainConfig
+    objective: ObjectiveConfig
+    optim: OptimConfig
+    trainer: TrainerConfig
+    model: dict[str, Any]  # ModelConfig values with the tokenizer's vocab size and pad id
+    specials: SpecialTokens
+    vocab_size: int
+    encoded_dir: Path
+
+
+def _fit(plan: Plan, checkpoint: Path | None) -> StageResult:
+    train, trainer_cfg = plan.train, plan.trainer
+    L.seed_everything(plan.seed, workers=True, verbose=False)
+    datamodule = PretrainDataModule(
+        str(plan.encoded_dir), plan.objective, train, plan.specials, plan.vocab_size, seed=plan.seed
+    )
+    module = PretrainModule(
+        plan.model, _plain(plan.objective), _plain(plan.optim), max_steps=trainer_cfg.max_steps
+    )
     if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
