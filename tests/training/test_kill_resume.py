@@ -106,6 +106,49 @@ def test_two_runs_of_one_stage_at_once_are_refused(workspace):
 
 
 @pytest.mark.slow
+def test_a_killed_run_that_is_not_continued_is_marked_killed(workspace):
+    uri = f"sqlite:///{workspace}/abandon.db"
+    run = _start(workspace, "run_name=abandon", "trainer.max_steps=100000", uri=uri)
+    last = workspace / "artifacts/pretrain/abandon/last.ckpt"
+    deadline = time.time() + 300
+    while not last.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=60)
+    again = _start(
+        workspace,
+        "run_name=abandon",
+        "train.resume=false",
+        "trainer.max_steps=4",
+        "optim.warmup_steps=2",
+        uri=uri,
+    )
+    assert again.wait(timeout=600) == 0, again.stderr.read()[-3000:]
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(
+        experiment_names=["lmforge"], filter_string="tags.dvc_stage = 'pretrain@abandon'"
+    )
+    assert sorted(runs["status"]) == ["FINISHED", "KILLED"]
+
+
+@pytest.mark.slow
+def test_two_stages_can_create_a_new_mlflow_store_at_once(workspace):
+    uri = f"sqlite:///{workspace}/fresh.db"  # does not exist yet: both runs race to create its tables
+    short = ["trainer.max_steps=4", "trainer.val_check_interval=2", "optim.warmup_steps=2"]
+    runs = [_start(workspace, *short, f"run_name=race{i}", uri=uri) for i in range(2)]
+    for run in runs:
+        assert run.wait(timeout=600) == 0, run.stderr.read()[-3000:]
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    finished = mlflow.search_runs(experiment_names=["lmforge"])
+    assert sorted(finished["tags.dvc_stage"]) == ["pretrain@race0", "pretrain@race1"]
+    assert set(finished["status"]) == {"FINISHED"}
+
+
+@pytest.mark.slow
 def test_ddp_on_two_processes_matches_one_process_at_the_same_global_batch(workspace):
     short = ["trainer.max_steps=12", "trainer.val_check_interval=6", "logger=none", "model.dropout=0.0"]
     one = _start(workspace, *short, "run_name=one", "train.batch_size=8", uri="sqlite:///unused.db")
