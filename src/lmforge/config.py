@@ -47,8 +47,10 @@ class Placement(str, Enum):
 
 class Activation(str, Enum):
     relu = "relu"  # 2017 Transformer, T5 v1.0
-    gelu = "gelu"  # BERT, GPT-2
+    gelu = "gelu"  # exact (erf) GELU: BERT
+    gelu_tanh = "gelu_tanh"  # tanh approximation of GELU: GPT-2's `gelu_new`
     swiglu = "swiglu"  # gated SiLU MLP (Shazeer 2020; LLaMA, Mistral)
+    geglu = "geglu"  # gated GELU (tanh approximation) MLP (Shazeer 2020; T5 v1.1 `gated-gelu`)
 
 
 _ENUM_FIELDS: dict[str, type[Enum]] = {
@@ -86,14 +88,16 @@ class ModelConfig:
     final_norm: bool = True  # a norm after the last layer (pre-norm models need it; post-norm ends normed)
     embedding_norm: bool = False  # a norm right after the embedding sum (BERT)
 
-    activation: Activation = Activation.gelu  # MLP non-linearity; swiglu adds a gate projection
+    activation: Activation = Activation.gelu  # MLP non-linearity; swiglu and geglu add a gate projection
     bias: bool = True  # biases in attention and MLP projections (off in LLaMA and T5)
 
+    attention_scale: float | None = None  # scores = q.k * scale; None -> 1/sqrt(head_dim); T5 uses 1.0
     sliding_window: int | None = None  # None -> full attention; w -> each query sees the last w keys
     global_every: int | None = None  # with sliding_window: every k-th layer attends globally (local/global)
 
     tie_embeddings: bool = True  # output projection shares the token-embedding matrix
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017)
+    scale_output: bool = False  # last hidden state * d_model^-0.5 before the vocab projection (T5, tied)
     n_segments: int = 0  # token-type (segment) embeddings for sentence pairs; 2 for BERT, 0 -> none
     head_transform: bool = False  # BERT MLM head: dense + activation + norm before the vocab projection
     head_bias: bool = False  # a bias on the vocabulary projection (BERT)
@@ -150,6 +154,10 @@ class ModelConfig:
         for name in ["norm_eps", "init_std", "rope_base"]:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"model.{name}: got {getattr(self, name)}, expected a number > 0")
+        if self.attention_scale is not None and self.attention_scale <= 0:
+            raise ConfigError(
+                f"model.attention_scale: got {self.attention_scale}, expected null or a number > 0"
+            )
         if self.n_encoder_layers is not None and self.family is not Family.encoder_decoder:
             raise ConfigError(
                 f"model.n_encoder_layers: got {self.n_encoder_layers}, expected null for family={self.family.value}"

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from helpers import tiny
+from lmforge.model import build_model
 from lmforge.model.components.attention import Attention, apply_rope
+from lmforge.model.components.mlp import MLP
 from lmforge.model.components.norms import RMSNorm
 from lmforge.model.components.positions import (
     RelativePositionBias,
@@ -18,14 +20,14 @@ from lmforge.model.components.positions import (
 )
 
 
-def _textbook(x, attn, mask=None):
-    """softmax(QK^T / sqrt(d) + mask) V with per-head projections written out by hand."""
+def _textbook(x, attn, mask=None, scale=None):
+    """softmax(QK^T * scale + mask) V, scale 1/sqrt(d) by default, with per-head projections by hand."""
     B, T, _ = x.shape
     H, D = attn.n_heads, attn.head_dim
     q = (x @ attn.q_proj.weight.T + attn.q_proj.bias).view(B, T, H, D).transpose(1, 2)
     k = (x @ attn.k_proj.weight.T + attn.k_proj.bias).view(B, T, H, D).transpose(1, 2)
     v = (x @ attn.v_proj.weight.T + attn.v_proj.bias).view(B, T, H, D).transpose(1, 2)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(D)
+    scores = q @ k.transpose(-1, -2) * (scale or 1 / math.sqrt(D))
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     out = torch.softmax(scores, -1) @ v
@@ -43,6 +45,40 @@ def test_attention_equals_textbook_softmax():
             out, weights = attn(x, mask, is_causal=is_causal, need_weights=need_weights)
             torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 7))
+
+
+def test_attention_scale_replaces_one_over_sqrt_d():
+    torch.manual_seed(0)
+    attn = Attention(tiny(attention_scale=1.0))  # T5: no 1/sqrt(d) in the scores
+    x = torch.randn(2, 7, 32)
+    expected = _textbook(x, attn, torch.ones(7, 7, dtype=torch.bool).tril(), scale=1.0)
+    for need_weights in (False, True):
+        out, _ = attn(x, is_causal=True, need_weights=need_weights)
+        torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gelu_tanh_and_gated_mlps_equal_their_formulas():
+    torch.manual_seed(0)
+    x = torch.randn(3, 32)
+
+    def gelu_tanh(z):  # GPT-2's gelu_new: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))
+        return 0.5 * z * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3)))
+
+    mlp = MLP(tiny(activation="gelu_tanh"))
+    torch.testing.assert_close(mlp(x), mlp.fc_out(gelu_tanh(mlp.fc_in(x))), atol=1e-6, rtol=1e-5)
+    assert not torch.allclose(mlp(x), mlp.fc_out(F.gelu(mlp.fc_in(x))), atol=1e-6)  # not the exact GELU
+    mlp = MLP(tiny(activation="geglu"))  # T5 v1.1: gelu_tanh on the gate branch times the linear branch
+    expected = mlp.fc_out(gelu_tanh(mlp.fc_gate(x)) * mlp.fc_in(x))
+    torch.testing.assert_close(mlp(x), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_scale_output_multiplies_the_hidden_state_before_the_tied_projection():
+    torch.manual_seed(0)
+    model = build_model(tiny(scale_output=True))
+    ids = torch.randint(0, 61, (2, 5))
+    out = model(ids)
+    expected = out.last_hidden_state * 32**-0.5 @ model.embeddings.tok.weight.T
+    torch.testing.assert_close(out.logits, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_gqa_with_as_many_kv_heads_as_heads_is_mha():

@@ -72,3 +72,15 @@ def test_residual_projections_get_scaled_init():
     layer = model.stack.layers[0]
     assert abs(layer.attn.q_proj.weight.std().item() - 0.02) < 0.002
     assert abs(layer.attn.out_proj.weight.std().item() - 0.02 / 4) < 0.0005  # 1/sqrt(2 * 8)
+
+
+def test_features_are_the_last_hidden_states_without_the_vocabulary_projection():
+    torch.manual_seed(0)
+    for family in ("encoder", "decoder"):
+        model = build_model(tiny(family=family, n_segments=2)).eval()
+        x = torch.randint(0, 61, (2, 7))
+        mask = torch.ones(2, 7, dtype=torch.bool)
+        mask[1, 5:] = False
+        segments = (torch.arange(7) >= 3).long().expand(2, -1)
+        want = model(x, attention_mask=mask, token_type_ids=segments).last_hidden_state
+        torch.testing.assert_close(model.features(x, mask, segments), want)

@@ -19,7 +19,6 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
-from lmforge.config import Family
 from lmforge.errors import DataError
 from lmforge.evaluation.baseline import UnigramBaseline
 from lmforge.evaluation.config import eval_config
@@ -30,7 +29,7 @@ from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.stage import StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
-from lmforge.training.config import ObjectiveKind, objective_config, train_config
+from lmforge.training.config import objective_config, train_config
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import tokenizer_paths
@@ -92,8 +91,8 @@ def run(cfg: Any) -> StageResult:
     test = list(itertools.islice(data.loader("test"), limit))
     model_scores = test_metrics(module, test)
     baseline = UnigramBaseline(module.model_config.vocab_size)
-    baseline.fit(data.loader("train"), objective.kind)  # every training example once, in order
-    base_scores = baseline.score(test, objective.kind)
+    baseline.fit(data.loader("train"), data.spec.targets)  # every training example once, in order
+    base_scores = baseline.score(test, data.spec.targets)
 
     name = cfg.run_name
     reports = Path(settings["reports_dir"])
@@ -105,7 +104,7 @@ def run(cfg: Any) -> StageResult:
     write_json(reports / f"{name}.json", metrics)
     artifacts = [str(reports / f"{name}.json")]
 
-    if module.model_config.family is Family.decoder and objective.kind is ObjectiveKind.clm:
+    if data.spec.generates:
         write_json(reports / name / "samples.json", samples(module, tokenizer, specials, settings["samples"]))
         artifacts.append(str(reports / name / "samples.json"))
     curves = Path(train.reports_dir)

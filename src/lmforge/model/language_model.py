@@ -40,22 +40,36 @@ class TransformerLM(nn.Module):
     ) -> ModelOutput:
         if cache is not None and self.config.family is not Family.decoder:
             raise ValueError("a KV cache needs causal attention; this model is an encoder")
-        T = input_ids.shape[1]
-        positions = positions_for(attention_mask, cache_length(cache), T, input_ids.device)
-        x = self.embeddings(input_ids, positions[:, -T:], token_type_ids)
-        out = self.stack(
-            x,
-            positions,
-            attention_mask,
-            cache=cache,
-            output_hidden_states=output_hidden_states,
-            output_attentions=output_attentions,
+        out = self._stack(
+            input_ids, attention_mask, token_type_ids, cache, output_hidden_states, output_attentions
         )
         return ModelOutput(
             logits=self.head(out.last_hidden_state, predict_mask),
             last_hidden_state=out.last_hidden_state,
             hidden_states=out.hidden_states,
             attentions=out.attentions,
+        )
+
+    def features(
+        self,
+        input_ids: torch.Tensor,  # (B, T)
+        attention_mask: torch.Tensor | None = None,  # (B, T), 1 for real tokens
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Last hidden states (B, T, d_model), without the vocabulary projection: what task heads read."""
+        return self._stack(input_ids, attention_mask, token_type_ids, None, False, False).last_hidden_state
+
+    def _stack(self, input_ids, attention_mask, token_type_ids, cache, hidden_states, attentions):
+        T = input_ids.shape[1]
+        positions = positions_for(attention_mask, cache_length(cache), T, input_ids.device)
+        x = self.embeddings(input_ids, positions[:, -T:], token_type_ids)
+        return self.stack(
+            x,
+            positions,
+            attention_mask,
+            cache=cache,
+            output_hidden_states=hidden_states,
+            output_attentions=attentions,
         )
 
     def init_cache(self, batch: int, max_len: int, *, device=None, dtype=None) -> list[LayerCache]:

@@ -1,9 +1,5 @@
-"""The LightningDataModule of pretraining: encoded splits -> the dataset and collator of an objective.
-
-clm              PackedDataset(block=seq_len, EOS between documents)        CausalLMCollator
-mlm + nsp        SentencePairDataset([CLS] A [SEP] B [SEP], 50% real next)  MLMCollator
-mlm, no nsp      PackedDataset([CLS] ... [SEP], RoBERTa full sentences)     MLMCollator
-span_corruption  PackedDataset(raw block sized so inputs fit seq_len)       SpanCorruptionCollator
+"""The LightningDataModule of pretraining: encoded splits -> the examples and collator of an objective
+(its `ObjectiveSpec` in `lmforge.training.objectives`).
 
 Training visits go through `Draws` (static: `dupe_factor` fixed copies; dynamic: a new draw per
 epoch) and a `VisitSampler` sharded by rank; evaluation splits are visited once, in order, with
@@ -23,23 +19,12 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from lmforge.data.datasets import Draws, PackedDataset, SentencePairDataset
+from lmforge.data.datasets import Draws
 from lmforge.data.encoded import EncodedSplit
 from lmforge.data.sampling import VisitSampler
-from lmforge.errors import ConfigError
-from lmforge.objectives import CausalLMCollator, MLMCollator, SpanCorruptionCollator, noise_span_counts
 from lmforge.tokenizer.specials import SpecialTokens
-from lmforge.training.config import ObjectiveConfig, ObjectiveKind, TrainConfig
-
-
-def raw_length_for(seq_len: int, noise_density: float, mean_span_length: float) -> int:
-    """Longest raw block whose span-corrupted input (kept tokens + one sentinel per span + EOS) fits seq_len."""
-    length = seq_len
-    while True:
-        n_noise, n_spans = noise_span_counts(length + 1, noise_density, mean_span_length)
-        if length + 1 - n_noise + n_spans + 1 > seq_len:
-            return length
-        length += 1
+from lmforge.training.config import ObjectiveConfig, TrainConfig
+from lmforge.training.objectives import OBJECTIVES
 
 
 class ResumableLoader(DataLoader):
@@ -74,47 +59,17 @@ class PretrainDataModule(L.LightningDataModule):
         self.encoded_dir = Path(encoded_dir)
         self.objective, self.train, self.specials = objective, train, specials
         self.vocab_size, self.seed = vocab_size, seed
-        self.collate = self._collator()
+        self.spec = OBJECTIVES[objective.kind]
+        self.collate = self.spec.collator(objective, specials, vocab_size, seed)
         self.datasets: dict[str, Dataset] = {}
-
-    def _collator(self):
-        o, s = self.objective, self.specials
-        if o.kind is ObjectiveKind.clm:
-            return CausalLMCollator(s.pad)
-        if o.kind is ObjectiveKind.mlm:
-            if s.mask is None or s.cls is None:
-                raise ConfigError(
-                    "objective.kind: got mlm with a tokenizer without [MASK]/[CLS], expected wordpiece"
-                )
-            specials = [s.pad, s.unk, s.cls, s.sep, s.mask, *s.sentinels]
-            return MLMCollator(s.pad, s.mask, self.vocab_size, specials, o.mlm_probability, seed=self.seed)
-        if not s.sentinels:
-            raise ConfigError("objective.kind: got span_corruption with a tokenizer without sentinels")
-        return SpanCorruptionCollator(
-            list(s.sentinels),
-            s.eos,
-            s.pad,
-            noise_density=o.noise_density,
-            mean_span_length=o.mean_span_length,
-            seed=self.seed,
-        )
 
     def dataset(self, split: str) -> Dataset:
         """The split's examples; training visits them through `Draws`, evaluation as they are."""
         if split not in self.datasets:
-            self.datasets[split] = self._build(EncodedSplit(self.encoded_dir, split))
+            encoded = EncodedSplit(self.encoded_dir, split)
+            o, s = self.objective, self.specials
+            self.datasets[split] = self.spec.examples(encoded, o, s, self.train.seq_len, self.seed)
         return self.datasets[split]
-
-    def _build(self, split: EncodedSplit) -> Dataset:
-        o, s, seq_len = self.objective, self.specials, self.train.seq_len
-        if o.kind is ObjectiveKind.clm:
-            return PackedDataset(split, seq_len, eos_id=s.eos)
-        if o.kind is ObjectiveKind.mlm and o.nsp:
-            return SentencePairDataset(split, seq_len, s.cls, s.sep, nsp=True, seed=self.seed)
-        if o.kind is ObjectiveKind.mlm:
-            return PackedDataset(split, seq_len, eos_id=s.sep, cls_id=s.cls, sep_id=s.sep)
-        raw = raw_length_for(seq_len, o.noise_density, o.mean_span_length)
-        return PackedDataset(split, raw, eos_id=s.eos)
 
     def _rank_world(self) -> tuple[int, int]:
         trainer = getattr(self, "trainer", None)
@@ -135,7 +90,7 @@ class PretrainDataModule(L.LightningDataModule):
             sampler = VisitSampler(len(dataset), shuffle=False, rank=rank, world=world)
             return DataLoader(dataset, sampler=sampler, **kwargs)
         o = self.objective
-        dynamic = o.dynamic_masking or o.kind is ObjectiveKind.clm
+        dynamic = o.dynamic_masking or self.spec.always_dynamic
         visits = Draws(dataset, copies=1 if dynamic else o.dupe_factor, dynamic=dynamic)
         sampler = VisitSampler(len(visits), seed=self.seed, shuffle=True, rank=rank, world=world)
         return ResumableLoader(

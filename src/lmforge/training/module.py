@@ -16,21 +16,13 @@ from typing import Any
 import lightning as L
 import torch
 
-from lmforge.config import ModelConfig, load_model_config
+from lmforge.config import load_model_config
 from lmforge.model import build_model
-from lmforge.objectives import CausalLMObjective, MaskedLMObjective, SpanCorruptionObjective
 from lmforge.objectives.summary import SUM_KEYS, SplitSums, summarise
-from lmforge.training.config import ObjectiveConfig, ObjectiveKind, objective_config, optim_config
+from lmforge.training.config import objective_config, optim_config
+from lmforge.training.objectives import OBJECTIVES
 from lmforge.training.optim import build_optimizer
 from lmforge.training.schedules import build_scheduler
-
-
-def build_objective(objective: ObjectiveConfig, model: ModelConfig) -> torch.nn.Module:
-    if objective.kind is ObjectiveKind.clm:
-        return CausalLMObjective(objective.label_smoothing)
-    if objective.kind is ObjectiveKind.mlm:
-        return MaskedLMObjective(model.d_model, nsp=objective.nsp, label_smoothing=objective.label_smoothing)
-    return SpanCorruptionObjective(objective.label_smoothing)
 
 
 class PretrainModule(L.LightningModule):
@@ -43,7 +35,7 @@ class PretrainModule(L.LightningModule):
         self.objective_config = objective_config(objective)
         self.optim_config = optim_config(optim)
         self.model = build_model(self.model_config)
-        self.objective = build_objective(self.objective_config, self.model_config)
+        self.objective = OBJECTIVES[self.objective_config.kind].loss(self.objective_config, self.model_config)
         self.val_sums = SplitSums()
 
     def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

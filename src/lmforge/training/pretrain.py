@@ -36,7 +36,6 @@ from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
 from lmforge.training.config import (
     ObjectiveConfig,
-    ObjectiveKind,
     OptimConfig,
     TrainConfig,
     TrainerConfig,
@@ -47,12 +46,8 @@ from lmforge.training.config import (
 )
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
+from lmforge.training.objectives import OBJECTIVES
 
-FAMILY_OF = {
-    ObjectiveKind.clm: Family.decoder,
-    ObjectiveKind.mlm: Family.encoder,
-    ObjectiveKind.span_corruption: Family.encoder_decoder,
-}
 RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "callbacks")
 
 
@@ -120,10 +115,11 @@ def run(cfg: Any) -> StageResult:
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
     model = model_values(cfg, vocab_size, specials.pad, train.seq_len)
-    if Family(model["family"]) is not FAMILY_OF[objective.kind]:
+    family = OBJECTIVES[objective.kind].family
+    if Family(model["family"]) is not family:
         raise ConfigError(
             f"model.family: got {model['family']} for objective.kind={objective.kind.value}, "
-            f"expected {FAMILY_OF[objective.kind].value}"
+            f"expected {family.value}"
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
         EncodedSplit(encoded_dir, split)

@@ -3,8 +3,9 @@
 One implementation on `F.scaled_dot_product_attention` serves causal, padding, sliding-window and
 ALiBi / relative-bias masks (all arrive as one `mask`); `n_kv_heads < n_heads` shares each K/V head
 among a group of query heads (Ainslie et al. 2023; n_kv_heads = 1 is MQA, Shazeer 2019).
-When attention maps are requested the same maths runs explicitly, softmax(QK^T / sqrt(d) + mask) V,
-so the probabilities can be returned.
+When attention maps are requested the same maths runs explicitly, softmax(QK^T * scale + mask) V,
+so the probabilities can be returned. The scale is 1/sqrt(head_dim) unless `attention_scale` sets it
+(T5 uses 1: its initialisation absorbs the factor).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Attention(nn.Module):
         self.n_kv_heads = config.kv_heads
         self.head_dim = config.head_size
         self.dropout = config.attention_dropout
+        self.sdpa_scale = config.attention_scale  # None: SDPA's own 1/sqrt(head_dim)
+        self.scale = config.attention_scale or 1.0 / math.sqrt(self.head_dim)
         d, bias = config.d_model, config.bias
         self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
@@ -79,6 +82,7 @@ class Attention(nn.Module):
                 attn_mask=mask,
                 dropout_p=dropout,
                 is_causal=is_causal,
+                scale=self.sdpa_scale,
                 enable_gqa=self.n_kv_heads != self.n_heads,
             )  # (B, H, Tq, D)
         B, _, T, _ = out.shape
@@ -88,7 +92,7 @@ class Attention(nn.Module):
         """The textbook computation; returns the attention probabilities (B, H, Tq, Tk) too."""
         groups = self.n_heads // self.n_kv_heads
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+        scores = q @ k.transpose(-2, -1) * self.scale  # (B, H, Tq, Tk)
         if is_causal:
             Tq, Tk = scores.shape[-2:]
             mask = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(Tk - Tq)

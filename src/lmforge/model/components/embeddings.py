@@ -51,7 +51,8 @@ class Embeddings(nn.Module):
 
 
 class LMHead(nn.Module):
-    """Vocabulary projection; with `head_transform` first dense + activation + norm (BERT's MLM head).
+    """Vocabulary projection; with `head_transform` first dense + activation + norm (BERT's MLM head);
+    with `scale_output` the hidden state is first multiplied by d_model^-0.5 (T5 with tied embeddings).
 
     `predict_mask` (B, T) restricts the projection to selected positions (sparse MLM prediction): the
     result is (N, V) for the N selected positions, in row-major order.
@@ -67,6 +68,7 @@ class LMHead(nn.Module):
             )
         else:
             self.transform = None
+        self.scale = config.d_model**-0.5 if config.scale_output else None
         self.proj = nn.Linear(config.d_model, config.vocab_size, bias=config.head_bias)
         if config.tie_embeddings:
             self.proj.weight = embedding.weight
@@ -74,6 +76,8 @@ class LMHead(nn.Module):
     def forward(self, hidden: torch.Tensor, predict_mask: torch.Tensor | None = None) -> torch.Tensor:
         if predict_mask is not None:
             hidden = hidden[predict_mask]  # (N, d_model)
+        if self.scale is not None:
+            hidden = hidden * self.scale
         if self.transform is not None:
             hidden = self.transform(hidden)
         return self.proj(hidden)

@@ -1,0 +1,54 @@
+"""The objective registry: one spec per kind, and the unigram baseline over each spec's targets."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from lmforge.config import Family
+from lmforge.evaluation.baseline import UnigramBaseline
+from lmforge.training.config import ObjectiveKind
+from lmforge.training.objectives import OBJECTIVES, raw_length_for
+
+IGNORE = -100
+
+
+def test_every_objective_kind_has_exactly_one_spec_with_its_family():
+    assert set(OBJECTIVES) == set(ObjectiveKind)
+    families = {kind: spec.family for kind, spec in OBJECTIVES.items()}
+    assert families == {
+        ObjectiveKind.clm: Family.decoder,
+        ObjectiveKind.mlm: Family.encoder,
+        ObjectiveKind.span_corruption: Family.encoder_decoder,
+    }
+    assert [k for k, spec in OBJECTIVES.items() if spec.generates] == [ObjectiveKind.clm]
+
+
+def test_targets_are_what_each_objective_predicts():
+    batch = {"labels": torch.tensor([[5, 6, IGNORE, 7], [IGNORE, 8, 9, IGNORE]])}
+    assert OBJECTIVES[ObjectiveKind.clm].targets(batch).tolist() == [6, 7, 8, 9]  # token t+1 from t
+    assert OBJECTIVES[ObjectiveKind.mlm].targets(batch).tolist() == [5, 6, 7, 8, 9]
+
+
+def test_unigram_baseline_equals_add_one_smoothed_counts():
+    targets = OBJECTIVES[ObjectiveKind.mlm].targets
+    train = [{"labels": torch.tensor([[1, 1, 1, 2, IGNORE]])}]
+    test = [{"labels": torch.tensor([[1, 2, 3]])}]
+    scores = UnigramBaseline(vocab_size=4).fit(train, targets).score(test, targets)
+    counts = [1, 4, 2, 1]  # one for each id, plus the training targets
+    p = [c / sum(counts) for c in counts]
+    want = -(math.log(p[1]) + math.log(p[2]) + math.log(p[3])) / 3
+    assert math.isclose(scores["loss"], want, rel_tol=1e-12)
+    assert scores["accuracy"] == 1 / 3 and scores["n_tokens"] == 3  # always predicts id 1
+
+
+def test_span_corruption_blocks_fit_the_sequence_length_after_corruption():
+    from lmforge.objectives import noise_span_counts
+
+    for seq_len in (16, 64, 128):
+        raw = raw_length_for(seq_len, 0.15, 3.0)
+        n_noise, n_spans = noise_span_counts(raw, 0.15, 3.0)
+        assert raw - n_noise + n_spans + 1 <= seq_len  # kept tokens + sentinels + EOS fit
+        n_noise, n_spans = noise_span_counts(raw + 1, 0.15, 3.0)
+        assert raw + 1 - n_noise + n_spans + 1 > seq_len  # and one more raw token would not
