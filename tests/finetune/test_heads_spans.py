@@ -7,26 +7,15 @@ from __future__ import annotations
 import itertools
 
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from helpers import tiny
+from helpers import tiny, tiny_wordpiece
 from lmforge.finetune.heads import Pooling, SequenceHead, SpanHead, TokenHead, pool
 from lmforge.finetune.spans import IGNORE_INDEX, align_word_labels, answer_token_span, best_spans, span_text
 from lmforge.model import build_model
 
-VOCAB = "[PAD] [UNK] [CLS] [SEP] [MASK] the un ##hap ##pily runs where does tower stand paris is in ? . old".split()
-
-
-def wordpiece() -> Tokenizer:
-    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(VOCAB)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
-    return tok
-
 
 def test_word_labels_go_to_the_first_sub_word_only():
-    encoding = wordpiece().encode(["The", "unhappily", "runs"], is_pretokenized=True)
+    encoding = tiny_wordpiece().encode(["The", "unhappily", "runs"], is_pretokenized=True)
     assert encoding.tokens == ["[CLS]", "the", "un", "##hap", "##pily", "runs", "[SEP]"]
     labels = align_word_labels(encoding.word_ids, [7, 8, 9])
     assert labels == [IGNORE_INDEX, 7, 8, IGNORE_INDEX, IGNORE_INDEX, 9, IGNORE_INDEX]
@@ -34,13 +23,13 @@ def test_word_labels_go_to_the_first_sub_word_only():
 
 def test_answer_span_goes_to_tokens_and_back_to_the_same_characters():
     question, context = "Where does the tower stand?", "The old tower is in Paris."
-    encoding = wordpiece().encode(question, context)
+    encoding = tiny_wordpiece().encode(question, context)
     in_context = [s == 1 for s in encoding.sequence_ids]
     start = context.index("in Paris")
     span = answer_token_span(encoding.offsets, in_context, start, start + len("in Paris"))
     assert [encoding.tokens[i] for i in range(span[0], span[1] + 1)] == ["in", "paris"]
     assert span_text(context, encoding.offsets, *span) == "in Paris"
-    truncated = wordpiece()
+    truncated = tiny_wordpiece()
     truncated.enable_truncation(max_length=12)  # cuts the context before "Paris"
     cut = truncated.encode(question, context)
     assert answer_token_span(cut.offsets, [s == 1 for s in cut.sequence_ids], start, start + 8) is None
