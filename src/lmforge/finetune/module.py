@@ -20,8 +20,7 @@ from lmforge.finetune.metrics import LABEL_METRICS, squad_scores
 from lmforge.finetune.tasks import TASKS, TaskKind, task_config
 from lmforge.model import build_model
 from lmforge.training.config import optim_config
-from lmforge.training.optim import build_optimizer
-from lmforge.training.schedules import build_scheduler
+from lmforge.training.optim import optimization
 
 
 def score(kind: TaskKind, metrics: list[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
@@ -89,17 +88,8 @@ class FinetuneModule(L.LightningModule):
         return score(self.task.kind, self.task.metrics, self._predicted, self._gold, len(self.task.labels))
 
     def configure_optimizers(self):
-        o = self.optim_config
-        trainable = [p for p in self.parameters() if p.requires_grad]
-        optimizer = build_optimizer(trainable, o.lr, o.weight_decay, o.betas, o.eps)
-        extra: dict[str, Any] = {}
-        if o.schedule == "noam":
-            extra["d_model"] = self.model_config.d_model
-        elif o.min_lr_ratio is not None:
-            extra["min_lr_ratio"] = o.min_lr_ratio
-        total = self.hparams.max_steps if o.schedule in ("linear", "cosine") else None
-        scheduler = build_scheduler(optimizer, o.schedule, o.warmup_steps, total, **extra)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        params = [p for p in self.parameters() if p.requires_grad]
+        return optimization(params, self.optim_config, self.model_config.d_model, self.hparams.max_steps)
 
 
 @torch.no_grad()
