@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from lmforge.config import ModelConfig
 
@@ -46,3 +47,18 @@ def stage_config(*overrides: str):
     ]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="config", overrides=[*base, *overrides])
+
+
+WORDPIECE_VOCAB = (
+    "[PAD] [UNK] [CLS] [SEP] [MASK] the un ##hap ##pily runs where does tower stand paris is in ? . old"
+)
+
+
+def tiny_wordpiece() -> Tokenizer:
+    """A BERT-style WordPiece tokenizer over a 20-token vocabulary: [CLS] A [SEP] B [SEP], offsets."""
+    vocab = {token: i for i, token in enumerate(WORDPIECE_VOCAB.split())}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
+    return tok

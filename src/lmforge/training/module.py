@@ -21,8 +21,7 @@ from lmforge.model import build_model
 from lmforge.objectives.summary import SUM_KEYS, SplitSums, summarise
 from lmforge.training.config import objective_config, optim_config
 from lmforge.training.objectives import OBJECTIVES
-from lmforge.training.optim import build_optimizer
-from lmforge.training.schedules import build_scheduler
+from lmforge.training.optim import optimization
 
 
 class PretrainModule(L.LightningModule):
@@ -68,15 +67,5 @@ class PretrainModule(L.LightningModule):
                 self.log(f"val/{name}", summary[name], sync_dist=False)
 
     def configure_optimizers(self):
-        o = self.optim_config
-        optimizer = build_optimizer(
-            [*self.model.parameters(), *self.objective.parameters()], o.lr, o.weight_decay, o.betas, o.eps
-        )
-        extra: dict[str, Any] = {}
-        if o.schedule == "noam":
-            extra["d_model"] = self.model_config.d_model
-        elif o.min_lr_ratio is not None:
-            extra["min_lr_ratio"] = o.min_lr_ratio
-        total = self.hparams.max_steps if o.schedule in ("linear", "cosine") else None
-        scheduler = build_scheduler(optimizer, o.schedule, o.warmup_steps, total, **extra)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        params = [*self.model.parameters(), *self.objective.parameters()]
+        return optimization(params, self.optim_config, self.model_config.d_model, self.hparams.max_steps)

@@ -9,11 +9,14 @@ counted once; frozen parameters (`requires_grad=False`) are left out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
 from lmforge.errors import ConfigError
+from lmforge.training.config import OptimConfig
+from lmforge.training.schedules import build_scheduler
 
 
 def parameter_groups(model_or_params: nn.Module | Iterable[nn.Parameter], weight_decay: float) -> list[dict]:
@@ -54,3 +57,20 @@ def build_optimizer(
             "parameters: got none that require grad, expected a model with trainable parameters"
         )
     return torch.optim.AdamW(groups, lr=lr, betas=(float(betas[0]), float(betas[1])), eps=eps)
+
+
+def optimization(
+    params: Iterable[nn.Parameter], o: OptimConfig, d_model: int, max_steps: int
+) -> dict[str, Any]:
+    """What a LightningModule's `configure_optimizers` returns: AdamW over `params` and the configured
+    warmup schedule, stepped per optimizer update (noam scales by d_model; linear and cosine end at
+    max_steps)."""
+    optimizer = build_optimizer(params, o.lr, o.weight_decay, o.betas, o.eps)
+    extra: dict[str, Any] = {}
+    if o.schedule == "noam":
+        extra["d_model"] = d_model
+    elif o.min_lr_ratio is not None:
+        extra["min_lr_ratio"] = o.min_lr_ratio
+    total = max_steps if o.schedule in ("linear", "cosine") else None
+    scheduler = build_scheduler(optimizer, o.schedule, o.warmup_steps, total, **extra)
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,1 @@
+"""Fine-tuning on labelled tasks: what trains (LoRA, freezing), task metrics and baselines, heads."""

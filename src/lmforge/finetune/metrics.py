@@ -1,0 +1,79 @@
+"""Downstream metrics, one function per metric name a task config may list.
+
+Classification scores come from torchmetrics (accuracy, macro-F1, binary F1 of the positive class);
+tagging is token accuracy over labelled positions only (sub-word continuations carry no label);
+extractive QA is SQuAD v1.1's exact match and token F1 with the official answer normalisation
+(lowercase, punctuation and the articles a/an/the removed, whitespace collapsed), the best score over
+the gold answers of a question. Every function returns a fraction in [0, 1].
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import torch
+from torchmetrics.functional.classification import binary_f1_score, multiclass_accuracy, multiclass_f1_score
+
+IGNORE_INDEX = -100
+
+
+def accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+    return float(multiclass_accuracy(pred, gold, n_labels, average="micro"))
+
+
+def macro_f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+    return float(multiclass_f1_score(pred, gold, n_labels, average="macro"))
+
+
+def f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+    """F1 of label 1 (the positive class of a binary task, e.g. 'paraphrase')."""
+    return float(binary_f1_score(pred, gold))
+
+
+def token_accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+    keep = gold != IGNORE_INDEX
+    return float((pred[keep] == gold[keep]).float().mean()) if keep.any() else 0.0
+
+
+LABEL_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor, int], float]] = {
+    "accuracy": accuracy,
+    "macro_f1": macro_f1,
+    "f1": f1,
+    "token_accuracy": token_accuracy,
+}
+
+
+# -- SQuAD v1.1 -----------------------------------------------------------------------------------
+
+
+def normalize_answer(text: str) -> str:
+    """The official SQuAD v1.1 normalisation."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def squad_exact(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def squad_f1(prediction: str, gold: str) -> float:
+    predicted, wanted = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    common = sum((Counter(predicted) & Counter(wanted)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_scores(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Mean exact match and F1, each the best over a question's gold answers."""
+    if len(predictions) != len(golds) or not golds:
+        raise ValueError(f"got {len(predictions)} predictions for {len(golds)} questions")
+    exact = sum(max(squad_exact(p, g) for g in gs) for p, gs in zip(predictions, golds))
+    f1_sum = sum(max(squad_f1(p, g) for g in gs) for p, gs in zip(predictions, golds))
+    return {"exact_match": exact / len(golds), "f1": f1_sum / len(golds)}
