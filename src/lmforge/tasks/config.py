@@ -1,0 +1,109 @@
+"""Structured config of the `task` group (validated with `lmforge.structured.validate`).
+
+The task-level fields are common to every task; `params` holds the source's own pinned fetch and
+read parameters and is validated against the schema its registry entry names
+(`lmforge.tasks.registry`), so a typo in either fails with a one-line `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING
+
+from lmforge.errors import ConfigError
+from lmforge.structured import validate
+
+
+class Kind(str, Enum):
+    """The record schema a task's JSONL files follow (see `lmforge.tasks.records`)."""
+
+    classification = "classification"  # {"id", "text", "label"}
+    pair_classification = "pair_classification"  # {"id", "text", "text_pair", "label"}
+    tagging = "tagging"  # {"id", "words": [...], "tags": [...]}
+    qa = "qa"  # {"id", "question", "context", "answer_text", "answer_start"}
+
+
+class Metric(str, Enum):
+    """How the fine-tuning stage will score a task."""
+
+    accuracy = "accuracy"
+    macro_f1 = "macro_f1"  # unweighted mean of per-label F1
+    f1 = "f1"  # binary F1 of the positive label (pairs); SQuAD token-overlap F1 (qa)
+    token_accuracy = "token_accuracy"  # tagging: share of tokens tagged right
+    exact_match = "exact_match"  # qa: normalised answer equals a gold answer
+
+
+METRICS_FOR = {
+    Kind.classification: {Metric.accuracy, Metric.macro_f1, Metric.f1},
+    Kind.pair_classification: {Metric.accuracy, Metric.macro_f1, Metric.f1},
+    Kind.tagging: {Metric.token_accuracy, Metric.macro_f1},
+    Kind.qa: {Metric.exact_match, Metric.f1},
+}
+
+
+@dataclass
+class Pin:
+    """One package fetched with its ordinary client, pinned exactly and checked against a sha256."""
+
+    package: str = MISSING  # name in its registry (PyPI, npm, Debian)
+    version: str = MISSING  # exact version; Debian versions keep their epoch, e.g. "1:3.0-37"
+    sha256: str = MISSING  # of the fetched file (sdist, wheel, .deb)
+
+    def __post_init__(self) -> None:
+        if self.sha256 != MISSING and not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ConfigError(f"sha256={self.sha256!r} of {self.package}; expected 64 lowercase hex digits")
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING  # task name: the card's title and, by default, the output folder
+    kind: Kind = MISSING  # classification | pair_classification | tagging | qa
+    source: str = MISSING  # a key of lmforge.tasks.registry.SOURCES
+    params: dict[str, Any] = field(default_factory=dict)  # the source's parameters (its own schema)
+    labels: list[str] | None = None  # label set (tag set for tagging); null for qa
+    metrics: list[Metric] = field(default_factory=list)  # metric names it will be scored with
+    val_fraction: float = 0.1  # share held out for validation (when the source gives no val split)
+    test_fraction: float = 0.1  # share held out for testing (when the source gives no test split)
+    seed: int = 0  # seeds the ranking behind the split: sha256(f"{seed}:{group}")
+    out_dir: str = "data/tasks/${.name}"  # output: {train,val,test}.jsonl, card.md, card.json
+    cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
+    licence: str = "unknown"  # recorded in the card for local/hf sources (fetched sources know theirs)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
+            raise ConfigError(f"task.name={self.name!r}; expected letters, digits, '_', '.' or '-'")
+        for key in ("val_fraction", "test_fraction"):
+            value = getattr(self, key)
+            if not 0.0 < value < 1.0:
+                raise ConfigError(f"task.{key}={value} is out of range; expected 0 < {key} < 1")
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise ConfigError(
+                f"task.val_fraction + task.test_fraction = {self.val_fraction + self.test_fraction}; "
+                "expected < 1 so that examples remain for training"
+            )
+        if self.kind is Kind.qa and self.labels is not None:
+            raise ConfigError(f"task.labels={self.labels}; expected null for kind=qa (answers are spans)")
+        if self.kind is not Kind.qa and (not self.labels or len(set(self.labels)) != len(self.labels)):
+            raise ConfigError(f"task.labels={self.labels}; expected a non-empty list of distinct labels")
+        if not self.metrics:
+            raise ConfigError(f"task.metrics is empty; expected some of {_names(METRICS_FOR[self.kind])}")
+        wrong = [m.value for m in self.metrics if m not in METRICS_FOR[self.kind]]
+        if wrong:
+            raise ConfigError(
+                f"task.metrics={wrong} do not apply to kind={self.kind.value}; "
+                f"expected some of {_names(METRICS_FOR[self.kind])}"
+            )
+
+
+def _names(metrics: set[Metric]) -> list[str]:
+    return sorted(m.value for m in metrics)
+
+
+def task_config(cfg: Any) -> TaskConfig:
+    """The validated `task` group of a full Hydra config (or of a bare task node)."""
+    node = cfg["task"] if "task" in cfg else cfg
+    return validate(TaskConfig, node, "task")
