@@ -1,0 +1,58 @@
+"""Extractive QA derived from WordNet glosses, on hand-written lines in the real data-file format."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmforge.errors import DataError
+from lmforge.tasks.config import Kind
+from lmforge.tasks.sources.wordnet import derive, load_synsets, parse_data, sample
+
+KEPT = {  # id -> (question, answer) of every usable question in the fixture
+    "n00002400-hypernym": ("What is a dog a kind of?", "canine"),
+    "n00002700-hypernym": ("What is a fruit tree a kind of?", "tree"),
+    "n00002900-hypernym": ("What is an apple tree a kind of?", "fruit tree"),  # not "tree" inside it
+    "n00003000-instance": ("What is Yorktown an instance of?", "siege"),
+    "n00003000-part": ("What is Yorktown part of?", "American Revolution"),
+    "n00003300-hypernym": ("What is a thousand a kind of?", "cardinal number"),  # lemma "Cardinal_number"
+    "v00033852-hypernym": ("To scowl is a way to do what?", "frown"),
+}
+
+
+def test_data_lines_parse_words_pointers_and_gloss(fixtures):
+    synsets = load_synsets(fixtures / "wordnet")
+    assert len(synsets) == 20  # the two-space licence header lines are skipped
+    thousand = synsets["n00003300"]
+    assert len(thousand.words) == 10 and thousand.words[:2] == ("thousand", "one thousand")  # w_cnt 0a (hex)
+    assert synsets["a00078329"].words == ("afeard",)  # adjective marker "(p)" dropped
+    assert synsets["a00078329"].pointers == (("&", "a00077645"),)
+    assert synsets["v00033852"].pointers == (("@", "v00032981"),)  # lexical "+" pointer and frames skipped
+    assert synsets["v00033852"].gloss == 'frown with displeasure; "he scowled at the mess"'
+    assert "  " not in synsets["n00002400"].gloss  # whitespace collapsed
+    with pytest.raises(DataError, match=r"data.noun:1 is '00001740 03 n 02 entity 0 000 \| x'; expected"):
+        parse_data("00001740 03 n 02 entity 0 000 | x\n", "n", "data.noun")  # says 2 words, has 1
+
+
+def test_questions_ask_for_a_related_synset_whose_lemma_is_one_span_of_the_definition(fixtures):
+    examples, counts = derive(load_synsets(fixtures / "wordnet"), Kind.qa)
+    got = {ex.record["id"]: (ex.record["question"], ex.record["answer_text"]) for ex in examples}
+    assert got == KEPT
+    for ex in examples:
+        r = ex.record
+        assert r["context"][r["answer_start"] : r["answer_start"] + len(r["answer_text"])] == r["answer_text"]
+        assert ex.group == r["id"].split("-")[0]  # grouped by synset: Yorktown's two questions together
+    assert counts["hypernym", "candidates"] == 7  # canine, dog, ball, fruit tree, apple tree, thousand, scowl
+    assert counts["hypernym", "ambiguous"] == 1  # canine: "carnivore" twice
+    assert counts["hypernym", "headword"] == 1  # ball is a kind of "ball"
+    # feline: "carnivore" only in the quoted example, so no candidate
+    assert "n00002300-hypernym" not in got and "n00002200-hypernym" not in got
+
+
+def test_cap_keeps_the_lowest_seeded_hashes_in_source_order(fixtures):
+    examples, _ = derive(load_synsets(fixtures / "wordnet"), Kind.qa)
+    ids = [ex.record["id"] for ex in examples]
+    first = [ex.record["id"] for ex in sample(examples, 3, seed=0)]
+    assert len(first) == 3 and first == [i for i in ids if i in first]  # a subset, in source order
+    assert first == [ex.record["id"] for ex in sample(list(reversed(examples)), 3, seed=0)][::-1]
+    assert any(sample(examples, 3, seed=s) != sample(examples, 3, seed=0) for s in range(1, 5))
+    assert sample(examples, None, seed=0) == examples == sample(examples, 100, seed=0)
