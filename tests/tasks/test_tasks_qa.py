@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from lmforge.errors import DataError
-from lmforge.tasks.config import Kind
+import pytest
+from omegaconf import OmegaConf
+
+from lmforge.errors import ConfigError, DataError
+from lmforge.tasks.build import run
+from lmforge.tasks.config import Kind, Pin
+from lmforge.tasks.fetch import cache_root
+from lmforge.tasks.sources import Context, wordnet
 from lmforge.tasks.sources.wordnet import derive, load_synsets, parse_data, sample
 
+SPLITS = ("train", "val", "test")
 KEPT = {  # id -> (question, answer) of every usable question in the fixture
     "n00002400-hypernym": ("What is a dog a kind of?", "canine"),
     "n00002700-hypernym": ("What is a fruit tree a kind of?", "tree"),
@@ -17,6 +24,14 @@ KEPT = {  # id -> (question, answer) of every usable question in the fixture
     "n00003300-hypernym": ("What is a thousand a kind of?", "cardinal number"),  # lemma "Cardinal_number"
     "v00033852-hypernym": ("To scowl is a way to do what?", "frown"),
 }
+
+
+def _qa_task(repo, tmp_path, monkeypatch, fixtures, **params):
+    monkeypatch.setattr(wordnet, "data_folder", lambda params, ctx: fixtures / "wordnet")
+    conf = OmegaConf.load(repo / "conf" / "task" / "qa.yaml")
+    conf.out_dir, conf.cache_dir = str(tmp_path / "out"), str(tmp_path / "cache")
+    conf.params.update(params)
+    return OmegaConf.create({"task": conf})
 
 
 def test_data_lines_parse_words_pointers_and_gloss(fixtures):
@@ -56,3 +71,51 @@ def test_cap_keeps_the_lowest_seeded_hashes_in_source_order(fixtures):
     assert first == [ex.record["id"] for ex in sample(list(reversed(examples)), 3, seed=0)][::-1]
     assert any(sample(examples, 3, seed=s) != sample(examples, 3, seed=0) for s in range(1, 5))
     assert sample(examples, None, seed=0) == examples == sample(examples, 100, seed=0)
+
+
+def test_qa_task_builds_splits_and_a_card_that_says_derived(
+    tmp_path, repo, fixtures, monkeypatch, read_jsonl
+):
+    result = run(_qa_task(repo, tmp_path, monkeypatch, fixtures))
+    out = tmp_path / "out"
+    splits = {s: read_jsonl(out / f"{s}.jsonl") for s in SPLITS}
+    assert [result.metrics[f"{s}_examples"] for s in SPLITS] == [5, 1, 1]
+    records = {r["id"]: r for s in SPLITS for r in splits[s]}
+    assert {rid: (r["question"], r["answer_text"]) for rid, r in records.items()} == KEPT
+    assert list(records["n00002400-hypernym"]) == ["id", "question", "context", "answer_text", "answer_start"]
+    card = json.loads((out / "card.json").read_text())
+    assert card["kind"] == "qa" and card["metrics"] == ["exact_match", "f1"] and card["labels"] == []
+    assert card["notes"][0].startswith("DERIVED")
+    assert (
+        "Candidate questions: 9 (hypernym (@): 7 candidates, 1 ambiguous, 1 answer = headword"
+        in (out / "card.md").read_text()
+    )
+    assert any(note.startswith("Usable questions: 7; kept 7 (") for note in card["notes"])
+    assert any(
+        note.endswith("headword (easy, e.g. 'squash ball' -> 'ball'): 1 of 7.") for note in card["notes"]
+    )
+    assert card["provenance"]["licence"].startswith("WordNet 3.0 licence")
+
+    capped = run(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=4))
+    assert sum(capped.metrics.values()) == 4
+    kept = [r["id"] for s in SPLITS for r in read_jsonl(out / f"{s}.jsonl")]
+    examples, _ = derive(load_synsets(fixtures / "wordnet"), Kind.qa)
+    assert sorted(kept) == sorted(ex.record["id"] for ex in sample(examples, 4, seed=0))
+
+
+def test_max_examples_must_be_positive(tmp_path, repo, fixtures, monkeypatch):
+    with pytest.raises(ConfigError, match=r"task.params.max_examples=0; expected >= 1 or null"):
+        run(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=0))
+
+
+@pytest.mark.slow
+def test_real_wordnet_base_gives_thousands_of_questions(repo, tmp_path):
+    """Fetches Debian wordnet-base (6.5 MB) unless the cache of conf/task/qa.yaml already holds it."""
+    conf = OmegaConf.load(repo / "conf" / "task" / "qa.yaml")
+    params = wordnet.WordNetQAParams(Pin(**conf.params.pin), conf.params.folder, None)
+    ctx = Context("qa", Kind.qa, (), cache_root(conf.cache_dir), 0)
+    synsets = load_synsets(wordnet.data_folder(params, ctx))
+    assert len(synsets) == 117_659  # WordNet 3.0
+    examples, counts = derive(synsets, Kind.qa)
+    assert sum(n for (_, outcome), n in counts.items() if outcome == "candidates") > 1000
+    assert len(examples) > 1000 and len(sample(examples, 6000, 0)) == 6000

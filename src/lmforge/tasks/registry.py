@@ -13,7 +13,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 from lmforge.tasks.config import Kind, TaskConfig
-from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader
+from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader, wordnet
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,12 @@ SOURCES: dict[str, SourceEntry] = {
         bible.read,
         frozenset({Kind.pair_classification}),
         "aligned verses of two SWORD Bible modules from Debian (same verse vs nearby verse)",
+    ),
+    "wordnet_qa": SourceEntry(
+        wordnet.WordNetQAParams,
+        wordnet.read,
+        frozenset({Kind.qa}),
+        "extractive QA derived from WordNet 3.0 glosses (Debian wordnet-base): relation questions, gloss spans",
     ),
 }
 
