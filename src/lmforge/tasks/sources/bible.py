@@ -1,17 +1,18 @@
 """Paraphrase pairs from two public-domain English Bibles: King James (1769) and World English Bible.
 
 Source: the Debian packages `sword-text-kjv` and `sword-text-web` (`apt-get download`, pinned by
-sha256, unpacked with `dpkg -x` into the cache), read verse by verse with PyPI `pysword` using
-`clean=False`: its own cleaner glues words, so `clean_osis` drops notes and non-canonical headings,
-removes inline tags without a space and structural ones with a space. Verses are aligned by
-(book, chapter, verse). Label "1": the two versions of the same verse; label "0": the KJV verse
-and the WEB text of another verse of the same book at most `max_chapter_distance` chapters away.
-One positive and one negative per aligned verse, so the set is balanced. Pairs are grouped by book:
-no verse text appears in two splits.
+sha256, unpacked with `dpkg -x` into the cache), read verse by verse with PyPI `pysword` (each
+compressed block inflated once) using `clean=False`: its own cleaner glues words, so `clean_osis`
+drops notes and non-canonical headings, removes inline tags without a space and structural ones
+with a space. Verses are aligned by (book, chapter, verse). Label "1": the two versions of the same
+verse; label "0": the KJV verse and the WEB text of another verse of the same book at most
+`max_chapter_distance` chapters away. One positive and one negative per aligned verse, so the set
+is balanced. Pairs are grouped by book: no verse text appears in two splits.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ def load_verses(module: Module, ctx: Context) -> Verses:
             f"{module.pin.package} holds no SWORD module {module.module!r}; expected it in mods.d"
         )
     bible = modules.get_bible_from_module(module.module)
+    _keep_last_block(bible)
     verses: Verses = {}
     for books in bible.get_structure().get_books().values():
         for book in books:
@@ -79,16 +81,31 @@ def load_verses(module: Module, ctx: Context) -> Verses:
     return verses
 
 
+def _keep_last_block(bible) -> None:
+    """Inflate each compressed block once: pysword 0.2.8 inflates a zText verse's whole block per verse.
+
+    Both modules use BlockType=BOOK, so reading verse by verse inflated each book once per verse (~77 s
+    for the two Bibles). Verses are read in order, so the last block is the only one worth keeping.
+    """
+    from pysword.bible import ZTextModule
+
+    if isinstance(bible, ZTextModule):  # raw-text modules have no blocks
+        bible._decompressed_text = functools.lru_cache(maxsize=1)(bible._decompressed_text)
+
+
 def pairs(first: Verses, second: Verses, max_distance: int, seed: int, ctx: Context) -> list:
     """One positive and one nearby negative per verse present in both versions, in canonical order."""
     refs = [ref for ref in first if ref in second]
     by_book: dict[str, list[tuple[str, int, int]]] = {}
     for ref in refs:
         by_book.setdefault(ref[0], []).append(ref)
+    window: dict[tuple[str, int], list[tuple[str, int, int]]] = {}  # (book, chapter) -> refs in reach
     examples = []
     for ref in refs:
         book, chapter, verse = ref
-        near = [r for r in by_book[book] if r != ref and abs(r[1] - chapter) <= max_distance]
+        if (book, chapter) not in window:  # once per chapter, not per verse: Psalms has 2,461 verses
+            window[book, chapter] = [r for r in by_book[book] if abs(r[1] - chapter) <= max_distance]
+        near = [r for r in window[book, chapter] if r != ref]
         if not near:
             continue
         other = random.Random(f"{seed}:{book}.{chapter}.{verse}").choice(near)
