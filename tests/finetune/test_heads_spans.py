@@ -9,7 +9,7 @@ import itertools
 import torch
 
 from helpers import tiny, tiny_wordpiece
-from lmforge.finetune.heads import Pooling, SequenceHead, SpanHead, TokenHead, pool
+from lmforge.finetune.heads import LabelWords, Pooling, SequenceHead, SpanHead, TokenHead, pool
 from lmforge.finetune.spans import IGNORE_INDEX, align_word_labels, answer_token_span, best_spans, span_text
 from lmforge.model import build_model
 
@@ -76,3 +76,19 @@ def test_pooling_cls_and_mean_and_the_other_heads():
     assert TokenHead(3, 5)(hidden, mask).shape == (2, 4, 5)
     start, end = SpanHead(3)(hidden, mask)
     assert torch.isinf(start[~mask]).all() and torch.isfinite(end[mask]).all()
+
+
+def test_label_words_scores_each_label_by_its_teacher_forced_log_likelihood():
+    torch.manual_seed(0)
+    model = build_model(tiny(family="encoder_decoder", vocab_size=20)).eval()
+    labels = [[7, 3], [9, 11, 3]]  # two labels of different lengths, each ending with EOS (3)
+    head = LabelWords(labels, pad_id=0)
+    ids = torch.tensor([[2, 5, 6, 3, 0], [2, 8, 3, 0, 0]])
+    mask = ids != 0
+    scores = head(model, ids, mask)
+    for b in range(2):
+        for i, target in enumerate(labels):
+            decoder_in = torch.tensor([[0, *target[:-1]]])
+            logits = model(ids[b : b + 1, : int(mask[b].sum())], None, decoder_in).logits
+            expected = logits.log_softmax(-1)[0, torch.arange(len(target)), target].sum()
+            assert torch.allclose(scores[b, i], expected, atol=1e-5)

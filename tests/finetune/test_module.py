@@ -19,7 +19,10 @@ TEXTS = ["the old tower", "paris is old", "the tower runs", "where does paris st
 
 def model_values(family: str) -> dict:
     return tiny(
-        family=family, vocab_size=20, n_segments=2 if family == "encoder" else 0, max_seq_len=32
+        family=family,
+        vocab_size=20,
+        n_segments=2 if family == "encoder" else 0,
+        max_seq_len=32,
     ).to_dict()
 
 
@@ -65,6 +68,7 @@ def fit(module: FinetuneModule, loader: DataLoader, steps: int) -> None:
     [
         ("classification", "encoder", "accuracy"),
         ("classification", "decoder", "macro_f1"),
+        ("classification", "encoder_decoder", "accuracy"),  # text-to-text: the label as words
         ("tagging", "decoder", "token_accuracy"),
         ("qa", "encoder", "exact_match"),
     ],
@@ -74,21 +78,15 @@ def test_each_task_kind_learns_its_fixture(kind, family, metric):
     rows, labels = records(kind)
     features = encode(kind, rows, tiny_wordpiece(), labels, max_len=32, train=True).features
     loader = DataLoader(features, batch_size=4, collate_fn=Collator(pad_id=0))
-    task = {
-        "name": "t",
-        "kind": kind,
-        "labels": labels,
-        "metrics": [metric],
-        "max_len": 32,
-        "head_dropout": 0.0,
-    }
-    module = FinetuneModule(model_values(family), task, OPTIM, max_steps=60)
+    task = {"name": "t", "kind": kind, "source": "local", "labels": labels or None, "metrics": [metric]}
+    label_ids = [[5 + i, 3] for i in range(len(labels))]  # text-to-text targets: a word, then [SEP]
+    module = FinetuneModule(model_values(family), task, OPTIM, 60, head_dropout=0.0, label_ids=label_ids)
     fit(module, loader, steps=60)
     assert evaluate(module, loader)[metric] == 1.0
 
 
 def test_a_family_that_cannot_do_the_task_is_one_line():
-    task = {"name": "squadlike", "kind": "qa", "metrics": ["exact_match"]}
+    task = {"name": "squadlike", "kind": "qa", "source": "local", "metrics": ["exact_match"]}
     with pytest.raises(
         ConfigError, match="model.family: got decoder for task squadlike \\(qa\\), expected one of: encoder"
     ):

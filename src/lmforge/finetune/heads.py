@@ -7,6 +7,11 @@
 - TokenHead: one label per token (tagging; labels sit on first sub-words, `spans.align_word_labels`).
 - SpanHead: start and end logits per token for extractive QA; positions outside the context get
   -inf, so a span can only be predicted where an answer can be (`spans.best_spans`).
+- LabelWords: text-to-text classification (T5, Raffel et al. 2020): each label is written as words,
+  and the encoder-decoder scores every label's words given the input, teacher-forced. Its score is the
+  log-likelihood of those words; training minimises it for the gold label (T5's loss on the target
+  text) and prediction picks the most likely label (decoding constrained to the label set). It adds no
+  parameters: the backbone's own decoder and output projection do the work.
 """
 
 from __future__ import annotations
@@ -70,3 +75,36 @@ class SpanHead(nn.Module):
         start, end = self.qa_outputs(hidden).unbind(-1)
         blocked = ~context
         return start.masked_fill(blocked, float("-inf")), end.masked_fill(blocked, float("-inf"))
+
+
+class LabelWords(nn.Module):
+    def __init__(self, label_ids: list[list[int]], pad_id: int) -> None:
+        """`label_ids`: each label's token ids, ending with EOS. The decoder starts from `pad_id` (T5)."""
+        super().__init__()
+        if not label_ids or any(not ids for ids in label_ids):
+            raise ValueError(f"LabelWords needs token ids for every label, got {label_ids!r}")
+        width = max(len(ids) for ids in label_ids)
+        targets = torch.full((len(label_ids), width), pad_id, dtype=torch.long)
+        for i, ids in enumerate(label_ids):
+            targets[i, : len(ids)] = torch.tensor(ids)
+        valid = torch.arange(width)[None, :] < torch.tensor([len(ids) for ids in label_ids])[:, None]
+        start = torch.full((len(label_ids), 1), pad_id, dtype=torch.long)
+        self.register_buffer("targets", targets, persistent=False)  # (n_labels, L)
+        self.register_buffer("valid", valid, persistent=False)  # (n_labels, L)
+        self.register_buffer("inputs", torch.cat([start, targets[:, :-1]], 1), persistent=False)
+
+    def forward(self, backbone: nn.Module, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, n_labels): log p(label words | input) for every example and label."""
+        batch, n = input_ids.shape[0], self.targets.shape[0]
+        memory = backbone.encode(input_ids, mask).last_hidden_state  # (B, T, d), encoded once
+        memory, source_mask = memory.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)
+        decoder_mask = torch.cat([torch.ones_like(self.valid[:, :1]), self.valid[:, :-1]], 1)
+        logits = backbone(
+            None,
+            source_mask,
+            self.inputs.repeat(batch, 1),
+            decoder_mask.repeat(batch, 1),
+            memory=memory,
+        ).logits  # (B * n, L, V)
+        log_probs = logits.float().log_softmax(-1).gather(-1, self.targets.repeat(batch, 1)[..., None])
+        return (log_probs.squeeze(-1) * self.valid.repeat(batch, 1)).sum(-1).view(batch, n)

@@ -16,48 +16,47 @@ import torch
 
 from lmforge.config import load_model_config
 from lmforge.errors import ConfigError
-from lmforge.finetune.metrics import LABEL_METRICS, squad_scores
-from lmforge.finetune.tasks import TASKS, TaskKind, task_config
+from lmforge.finetune.tasks import TASKS, HeadContext, metric_names, score
 from lmforge.model import build_model
+from lmforge.tasks.config import task_config
 from lmforge.training.config import optim_config
 from lmforge.training.optim import optimization
 
 
-def score(kind: TaskKind, metrics: list[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
-    """The task's metrics over a whole split's predictions."""
-    if kind is TaskKind.qa:
-        scores = squad_scores(predicted, gold)
-        return {name: scores[name] for name in metrics}
-    if kind is TaskKind.tagging:  # per-sentence lists of first-sub-word tags -> one flat sequence
-        predicted = [t for sentence in predicted for t in sentence]
-        gold = [t for sentence in gold for t in sentence]
-    p, g = torch.tensor(predicted), torch.tensor(gold)
-    return {name: LABEL_METRICS[name](p, g, n_labels) for name in metrics}
-
-
 class FinetuneModule(L.LightningModule):
-    def __init__(self, model: dict[str, Any], task: dict[str, Any], optim: dict[str, Any], max_steps: int):
+    def __init__(
+        self,
+        model: dict[str, Any],
+        task: dict[str, Any],
+        optim: dict[str, Any],
+        max_steps: int,
+        head_dropout: float = 0.1,
+        label_ids: list[list[int]] | None = None,  # text-to-text: each label's token ids
+        pad_id: int = 0,
+    ):
         super().__init__()
         self.save_hyperparameters()
         self.model_config = load_model_config(model)
         self.task = task_config(task)
-        self.spec = TASKS[self.task.kind]
-        if self.model_config.family not in self.spec.families:
-            allowed = ", ".join(sorted(f.value for f in self.spec.families))
+        heads = TASKS[self.task.kind].heads
+        family = self.model_config.family
+        if family not in heads:
+            allowed = ", ".join(sorted(f.value for f in heads))
             raise ConfigError(
-                f"model.family: got {self.model_config.family.value} for task {self.task.name} "
+                f"model.family: got {family.value} for task {self.task.name} "
                 f"({self.task.kind.value}), expected one of: {allowed}"
             )
+        self.spec = heads[family]
         self.optim_config = optim_config(optim)
         self.backbone = build_model(self.model_config)
-        self.head = self.spec.head(self.model_config, self.task)
+        self.head = self.spec.build(
+            self.model_config, HeadContext(self.task, head_dropout, label_ids, pad_id)
+        )
         self._predicted: list = []
         self._gold: list = []
 
     def forward(self, batch: dict[str, Any]) -> Any:
-        segments = batch["token_type_ids"] if self.model_config.n_segments else None
-        hidden = self.backbone.features(batch["input_ids"], batch["attention_mask"], segments)
-        return self.head(hidden, batch[self.spec.mask_key])
+        return self.spec.forward(self.backbone, self.head, batch)
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         loss = self.spec.loss(self(batch), batch)
@@ -69,7 +68,7 @@ class FinetuneModule(L.LightningModule):
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         outputs, (predicted, gold) = self.collect(batch)
-        if self.task.kind is not TaskKind.qa or (batch["start"] >= 0).all():  # a cut answer has no loss
+        if self.spec.has_loss(batch):
             self.log("val/loss", self.spec.loss(outputs, batch), batch_size=batch["input_ids"].shape[0])
         self._predicted += predicted
         self._gold += gold
@@ -80,12 +79,13 @@ class FinetuneModule(L.LightningModule):
         return outputs, self.spec.predictions(outputs, batch, self.task)
 
     def on_validation_epoch_end(self) -> None:
-        for name, value in self.split_scores().items():
+        for name, value in score(self.task, self._predicted, self._gold).items():
             self.log(f"val/{name}", value, prog_bar=True)
 
-    def split_scores(self) -> dict[str, float]:
-        """The task's metrics over everything validated since the epoch started."""
-        return score(self.task.kind, self.task.metrics, self._predicted, self._gold, len(self.task.labels))
+    @property
+    def monitor(self) -> str:
+        """The validation metric that selects checkpoints and stops training: the task's first."""
+        return f"val/{metric_names(self.task)[0]}"
 
     def configure_optimizers(self):
         params = [p for p in self.parameters() if p.requires_grad]
@@ -101,4 +101,4 @@ def evaluate(module: FinetuneModule, batches) -> dict[str, float]:
         _, (p, g) = module.collect(batch)
         predicted += p
         gold += g
-    return score(module.task.kind, module.task.metrics, predicted, gold, len(module.task.labels))
+    return score(module.task, predicted, gold)

@@ -1,21 +1,24 @@
-"""One record per task kind: which families can do it, its head, its loss and its predictions.
+"""One registry entry per task kind: the head each family uses, its loss and predictions, the metrics
+and the baselines. The task's own config (data, labels, metrics, input length) is the `task` group,
+`lmforge.tasks.config.TaskConfig`: one schema for building the data and for learning it.
 
-The fine-tuning module looks a `TaskSpec` up once by `task.kind`, as pretraining does with
-`ObjectiveSpec`, so a new kind of task is one entry here; a new task of an existing kind is only a
-yaml under conf/task/.
+The fine-tuning module looks `TASKS[kind].heads[family]` up once, as pretraining does with
+`OBJECTIVES`, so a new kind of task or a new family's head is one entry here; a new task of an
+existing kind is only a yaml under conf/task/.
 
-    kind                 families          head                             loss
-    classification       encoder, decoder  SequenceHead ([CLS] or last)     cross-entropy on the label
-    pair_classification  encoder           SequenceHead over A [SEP] B      cross-entropy on the label
-    tagging              encoder, decoder  TokenHead                        cross-entropy on first sub-words
-    qa                   encoder           SpanHead (start, end)            mean of start and end CE
+    kind                 family           head                            loss
+    classification       encoder          SequenceHead on [CLS]           cross-entropy on the label
+                         decoder          SequenceHead on the last token  cross-entropy on the label
+                         encoder_decoder  LabelWords (text-to-text, T5)   NLL of the label's words
+    pair_classification  encoder          SequenceHead over A [SEP] B     cross-entropy on the label
+    tagging              encoder, decoder TokenHead                       cross-entropy on first sub-words
+    qa                   encoder          SpanHead (start, end)           mean of start and end CE
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,51 +26,53 @@ import torch.nn.functional as F
 from torch import nn
 
 from lmforge.config import Family, ModelConfig
-from lmforge.errors import ConfigError
-from lmforge.finetune.heads import Pooling, SequenceHead, SpanHead, TokenHead
+from lmforge.finetune import baselines
+from lmforge.finetune.heads import LabelWords, Pooling, SequenceHead, SpanHead, TokenHead
+from lmforge.finetune.metrics import LABEL_METRICS, squad_scores
 from lmforge.finetune.spans import IGNORE_INDEX, best_spans, span_text
-from lmforge.structured import validate
+from lmforge.tasks.config import Kind, TaskConfig
 
 Batch = dict[str, Any]
+Record = dict[str, Any]
 
 
-class TaskKind(str, Enum):
-    classification = "classification"
-    pair_classification = "pair_classification"
-    tagging = "tagging"
-    qa = "qa"
+@dataclass(frozen=True)
+class HeadContext:
+    """What a head is built from besides the model: the task, its dropout, and for text-to-text the
+    token ids of each label's words (the stage tokenizes them with the model's tokenizer)."""
+
+    task: TaskConfig
+    dropout: float
+    label_ids: list[list[int]] | None = None
+    pad_id: int = 0
 
 
-@dataclass
-class TaskConfig:
-    name: str = "sentiment"  # names outputs and runs
-    kind: TaskKind = TaskKind.classification
-    labels: list[str] = field(default_factory=list)  # label set (classes or tags); empty for qa
-    metrics: list[str] = field(default_factory=lambda: ["accuracy"])  # first one selects checkpoints
-    max_len: int = 128  # tokens per example, special tokens included; longer texts keep their start
-    max_answer_tokens: int = 30  # qa: longest span considered at prediction time
-    head_dropout: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.kind is not TaskKind.qa and len(self.labels) < 2:
-            raise ConfigError(
-                f"task.labels: got {self.labels!r}, expected at least two labels for {self.kind.value}"
-            )
-        if self.max_len < 8:
-            raise ConfigError(f"task.max_len: got {self.max_len}, expected an integer >= 8")
+# -- forward passes: backbone + head -> what the loss and predictions read ---------------------
 
 
-def task_config(values: Any) -> TaskConfig:
-    return validate(TaskConfig, values, "task")
+def features_forward(mask_key: str) -> Callable[[nn.Module, nn.Module, Batch], Any]:
+    def forward(backbone: nn.Module, head: nn.Module, batch: Batch) -> Any:
+        segments = batch["token_type_ids"] if backbone.config.n_segments else None
+        hidden = backbone.features(batch["input_ids"], batch["attention_mask"], segments)
+        return head(hidden, batch[mask_key])
+
+    return forward
 
 
-def pooling_for(model: ModelConfig) -> Pooling:
-    """Encoders read [CLS]; a causal decoder's only position that sees the whole input is the last."""
-    return Pooling.last if model.family is Family.decoder else Pooling.cls
+def label_words_forward(backbone: nn.Module, head: nn.Module, batch: Batch) -> torch.Tensor:
+    return head(backbone, batch["input_ids"], batch["attention_mask"])
+
+
+# -- losses ----------------------------------------------------------------------------------------
 
 
 def cross_entropy(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
     return F.cross_entropy(logits, batch["label"])
+
+
+def label_words_nll(scores: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """T5's loss on the target text: minus the log-likelihood of the gold label's words."""
+    return -scores.gather(1, batch["label"][:, None]).mean()
 
 
 def token_cross_entropy(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -81,8 +86,20 @@ def span_loss(outputs: tuple[torch.Tensor, torch.Tensor], batch: Batch) -> torch
     return (F.cross_entropy(start, batch["start"]) + F.cross_entropy(end, batch["end"])) / 2
 
 
-def label_predictions(logits: torch.Tensor, batch: Batch, task: TaskConfig) -> tuple[list, list]:
-    return logits.argmax(-1).tolist(), batch["label"].tolist()
+def every_batch(batch: Batch) -> bool:
+    return True
+
+
+def answer_kept(batch: Batch) -> bool:
+    """A validation question whose answer truncation cut off has no loss (it is still scored)."""
+    return bool((batch["start"] >= 0).all())
+
+
+# -- predictions: (predicted, gold) per example ----------------------------------------------------
+
+
+def label_predictions(scores: torch.Tensor, batch: Batch, task: TaskConfig) -> tuple[list, list]:
+    return scores.argmax(-1).tolist(), batch["label"].tolist()
 
 
 def tag_predictions(logits: torch.Tensor, batch: Batch, task: TaskConfig) -> tuple[list, list]:
@@ -100,36 +117,130 @@ def span_predictions(outputs, batch: Batch, task: TaskConfig) -> tuple[list, lis
     return texts, batch["answers"]
 
 
+# -- scores over a whole split -------------------------------------------------------------------
+
+
+def label_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+    p, g = torch.tensor(predicted), torch.tensor(gold)
+    return {name: LABEL_METRICS[name](p, g, n_labels) for name in metrics}
+
+
+def tag_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+    """Per-sentence lists of first-sub-word tags, scored as one flat sequence of words."""
+    flat = [t for sentence in predicted for t in sentence], [t for sentence in gold for t in sentence]
+    return label_scores(metrics, *flat, n_labels)
+
+
+def answer_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+    scores = squad_scores(predicted, gold)
+    return {name: scores[name] for name in metrics}
+
+
+# -- baselines on records: name -> (predicted, gold) in the form the scorer reads -----------------
+
+
+def classification_baselines(train: list[Record], test: list[Record], labels: list[str], seed: int) -> dict:
+    index = {label: i for i, label in enumerate(labels)}
+    y_train = [index[r["label"]] for r in train]
+    gold = [index[r["label"]] for r in test]
+    pairs = "text_pair" in train[0]
+    tfidf = baselines.tfidf_logreg(
+        [r["text"] for r in train],
+        y_train,
+        [r["text"] for r in test],
+        [r["text_pair"] for r in train] if pairs else None,
+        [r["text_pair"] for r in test] if pairs else None,
+        seed=seed,
+    )
+    return {"majority": (baselines.majority(y_train, len(test)), gold), "tfidf_logreg": (tfidf, gold)}
+
+
+def tagging_baselines(train: list[Record], test: list[Record], labels: list[str], seed: int) -> dict:
+    index = {label: i for i, label in enumerate(labels)}
+    train_tags = [[index[t] for t in r["tags"]] for r in train]
+    gold = [[index[t] for t in r["tags"]] for r in test]
+    predicted = baselines.most_frequent_tag(
+        [r["words"] for r in train], train_tags, [r["words"] for r in test]
+    )
+    return {"most_frequent_tag": (predicted, gold)}
+
+
+def qa_baselines(train: list[Record], test: list[Record], labels: list[str], seed: int) -> dict:
+    predicted = [baselines.overlap_sentence(r["question"], r["context"]) for r in test]
+    return {"overlap_sentence": (predicted, [[r["answer_text"]] for r in test])}
+
+
+# -- the registry -------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class TaskSpec:
-    families: frozenset[Family]
-    head: Callable[[ModelConfig, TaskConfig], nn.Module]
-    mask_key: str  # the (B, T) mask the head reads: real tokens, or context tokens for qa
+class HeadSpec:
+    build: Callable[[ModelConfig, HeadContext], nn.Module]
+    forward: Callable[[nn.Module, nn.Module, Batch], Any]  # (backbone, head, batch) -> outputs
     loss: Callable[[Any, Batch], torch.Tensor]
     predictions: Callable[[Any, Batch, TaskConfig], tuple[list, list]]  # (predicted, gold) per example
+    has_loss: Callable[[Batch], bool] = every_batch  # whether a validation batch has a defined loss
 
 
-_CLASSIFY = dict(
-    head=lambda m, t: SequenceHead(m.d_model, len(t.labels), pooling_for(m), t.head_dropout),
-    mask_key="attention_mask",
-    loss=cross_entropy,
-    predictions=label_predictions,
+@dataclass(frozen=True)
+class TaskSpec:
+    heads: dict[Family, HeadSpec]  # the families that can learn this kind, and how
+    score: Callable[[Sequence[str], list, list, int], dict[str, float]]  # (metrics, predicted, gold, n)
+    baselines: Callable[[list[Record], list[Record], list[str], int], dict[str, tuple[list, list]]]
+
+
+def sequence_head(pooling: Pooling) -> Callable[[ModelConfig, HeadContext], nn.Module]:
+    return lambda m, c: SequenceHead(m.d_model, len(c.task.labels or ()), pooling, c.dropout)
+
+
+def classify(pooling: Pooling) -> HeadSpec:
+    return HeadSpec(
+        sequence_head(pooling), features_forward("attention_mask"), cross_entropy, label_predictions
+    )
+
+
+TEXT_TO_TEXT = HeadSpec(
+    build=lambda m, c: LabelWords(c.label_ids or [], c.pad_id),
+    forward=label_words_forward,
+    loss=label_words_nll,
+    predictions=label_predictions,  # constrained decoding: the label whose words are most likely
 )
-TASKS: dict[TaskKind, TaskSpec] = {
-    TaskKind.classification: TaskSpec(frozenset({Family.encoder, Family.decoder}), **_CLASSIFY),
-    TaskKind.pair_classification: TaskSpec(frozenset({Family.encoder}), **_CLASSIFY),
-    TaskKind.tagging: TaskSpec(
-        frozenset({Family.encoder, Family.decoder}),
-        head=lambda m, t: TokenHead(m.d_model, len(t.labels), t.head_dropout),
-        mask_key="attention_mask",
-        loss=token_cross_entropy,
-        predictions=tag_predictions,
+TAG = HeadSpec(
+    build=lambda m, c: TokenHead(m.d_model, len(c.task.labels or ()), c.dropout),
+    forward=features_forward("attention_mask"),
+    loss=token_cross_entropy,
+    predictions=tag_predictions,
+)
+SPAN = HeadSpec(
+    build=lambda m, c: SpanHead(m.d_model),
+    forward=features_forward("context_mask"),
+    loss=span_loss,
+    predictions=span_predictions,
+    has_loss=answer_kept,
+)
+
+TASKS: dict[Kind, TaskSpec] = {
+    Kind.classification: TaskSpec(
+        {
+            Family.encoder: classify(Pooling.cls),
+            Family.decoder: classify(Pooling.last),
+            Family.encoder_decoder: TEXT_TO_TEXT,
+        },
+        label_scores,
+        classification_baselines,
     ),
-    TaskKind.qa: TaskSpec(
-        frozenset({Family.encoder}),
-        head=lambda m, t: SpanHead(m.d_model),
-        mask_key="context_mask",
-        loss=span_loss,
-        predictions=span_predictions,
+    Kind.pair_classification: TaskSpec(
+        {Family.encoder: classify(Pooling.cls)}, label_scores, classification_baselines
     ),
+    Kind.tagging: TaskSpec({Family.encoder: TAG, Family.decoder: TAG}, tag_scores, tagging_baselines),
+    Kind.qa: TaskSpec({Family.encoder: SPAN}, answer_scores, qa_baselines),
 }
+
+
+def metric_names(task: TaskConfig) -> list[str]:
+    return [getattr(m, "value", m) for m in task.metrics]
+
+
+def score(task: TaskConfig, predicted: list, gold: list) -> dict[str, float]:
+    """The task's metrics over a whole split's predictions."""
+    return TASKS[task.kind].score(metric_names(task), predicted, gold, len(task.labels or ()))

