@@ -15,10 +15,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from repo_copy import copy_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ["encoder", "decoder", "encoder_decoder"]
+VARS = {
+    k: v
+    for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
+    if isinstance(entry, dict)
+    for k, v in entry.items()
+}
+OURS, HF = VARS["finetune_ours"], VARS["finetune_hf"]
 ALL_STAGES = {
     "prepare",
     "tokenizer@wordpiece",
@@ -27,7 +35,13 @@ ALL_STAGES = {
     "encode@bpe",
     *(f"pretrain@{f}" for f in FAMILIES),
     *(f"evaluate@{f}" for f in FAMILIES),
+    *(f"task@{t}" for t in VARS["tasks"]),
+    *(f"finetune@{row}" for row in OURS),
+    *(f"finetune_hf@{row}" for row in HF),
+    "finetune_summary",
 }
+# what reads the WordPiece tokenizer or the encoder's pretraining: edited below
+WORDPIECE_ROWS = {f"finetune@{row}" for row, item in OURS.items() if item["tokenizer"] == "wordpiece"}
 
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -58,17 +72,31 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert report["test_n_tokens"] > 0 and report["unigram_loss"] > 0
         assert (repo / "artifacts" / "pretrain" / family / "best.ckpt").is_file()
     assert (repo / "reports" / "eval" / "decoder" / "samples.json").is_file()
+    summary = json.loads((repo / "reports" / "finetune" / "summary.json").read_text())
+    assert set(summary) == set(OURS) | set(HF)
+    for row, metrics in summary.items():
+        task = VARS["finetune_ours"].get(row, VARS["finetune_hf"].get(row))["task"]
+        first = yaml.safe_load((repo / "conf" / "task" / f"{task}.yaml").read_text())["metrics"][0]
+        assert 0.0 <= metrics[f"test_{first}"] <= 1.0 and metrics["params_trainable"] > 0, row
+    table = (repo / "reports" / "finetune" / "summary.md").read_text()
+    assert table.count("\n") == 2 + len(summary)
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
     shown = _dvc(["metrics", "show"], repo, env)
-    for name in ("reports/data.json", "reports/tokenizer/bpe.json", "reports/eval/decoder.json"):
+    for name in (
+        "reports/data.json",
+        "reports/tokenizer/bpe.json",
+        "reports/eval/decoder.json",
+        "reports/finetune/summary.json",
+    ):
         assert name in shown
 
     config = repo / "conf" / "tokenizer" / "wordpiece.yaml"
     config.write_text(config.read_text().replace("lowercase: true", "lowercase: false"))
     rerun = _ran(_dvc(["repro"], repo, env))
-    assert rerun == {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
+    downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
+    assert rerun == downstream | WORDPIECE_ROWS | {"finetune_summary"}
 
     import mlflow
 

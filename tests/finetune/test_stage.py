@@ -166,3 +166,17 @@ def test_summary_puts_rows_side_by_side(workspace):
     assert all("majority 60.0" in line for line in table[2:])
     numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
     assert set(numbers) == {"toy", "toy-frozen"} and "test_accuracy" in numbers["toy"]
+
+
+def test_a_new_task_is_only_a_yaml(workspace):
+    """conf/task/example_local.yaml: a local TSV/JSONL folder, built by the task stage and fine-tuned
+    by the finetune stage with no code of its own."""
+    from lmforge.tasks.build import run as build
+
+    folder = Path(__file__).resolve().parents[1] / "tasks/fixtures/local_folder"
+    cfg = stage_config("task=example_local", f"task.params.path={folder}")
+    built = build(cfg)
+    assert built.metrics["test_examples"] == 2.0
+    result = finetune(f"task.params.path={folder}", "finetune.max_steps=4")
+    assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
+    assert "baseline_tfidf_logreg_accuracy" in result.metrics

@@ -244,8 +244,7 @@ def _fit(
     trainer.fit(module, train, loaders["val"])
     train_seconds = time.perf_counter() - began
     if best.state is None:  # fewer steps than one validation interval: validate the end state
-        trainer.validate(module, loaders["val"], verbose=False)
-        best.on_validation_end(trainer, module)
+        trainer.validate(module, loaders["val"], verbose=False)  # BestWeights records it
 
     module.load_state_dict(best.state)
     if adapt.lora:
