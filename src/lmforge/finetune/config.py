@@ -29,19 +29,19 @@ class FinetuneConfig:
     tokenizer: str = "wordpiece"  # pretrained/scratch: the tokenizer the backbone was pretrained with
     hf_cache: str = "~/.cache/lmforge"  # where hf:<name> packages are unpacked
     seeds: list[int] = field(default_factory=lambda: [0])  # one run each; the report gives mean and std
-    max_steps: int = 300  # optimizer steps at most (early stopping may end sooner)
+    max_steps: int = 200  # optimizer steps at most (early stopping may end sooner)
     batch_size: int = 32
     eval_batch_size: int = 64
     val_every: int = 50  # validate every N steps
-    patience: int = 3  # stop after this many validations without improvement of the task's first metric
-    val_examples: int | None = 1000  # a fixed seeded sample of the val split (null: all of it)
-    test_examples: int | None = 2000  # a fixed seeded sample of the test split (null: all of it)
+    patience: int = 2  # stop after this many validations without improvement of the task's first metric
+    val_examples: int | None = 300  # a fixed seeded sample of the val split (null: all of it)
+    test_examples: int | None = 1000  # a fixed seeded sample of the test split (null: all of it)
     head_dropout: float = 0.1
     dropout: float | None = None  # override the backbone's dropout (null: keep the model's)
     latency_examples: int = 32  # test examples timed one at a time (batch size 1) after 4 warm-up calls
     lr: float = 1e-3
     weight_decay: float = 0.01
-    warmup_steps: int = 30
+    warmup_steps: int = 20
     schedule: str = "linear"  # linear decay to zero after warmup (BERT's fine-tuning schedule)
     out_dir: str = "artifacts/finetune/run"  # best.ckpt: merged weights + hyperparameters
     reports_dir: str = "reports/finetune/rows/run"  # metrics.json, val curve
