@@ -59,6 +59,11 @@ def _params(n: float) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e5 else f"{n / 1e3:.1f}k"
 
 
+def _model(run: dict[str, Any]) -> str:
+    """Our runs are named by family; an imported model by its name, with its family."""
+    return run["model"] if run["model"] == run["family"] else f"{run['model']} ({run['family']})"
+
+
 def render(rows: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| task | model | init | adaptation | test metric (%) | baselines (same test examples) "
@@ -80,7 +85,7 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
             if key.startswith("baseline_") and key.endswith(f"_{first}")
         ]
         lines.append(
-            f"| {run['task']} | {run['model']} ({run['family']}) | {run['init'].split(' ')[0]} "
+            f"| {run['task']} | {_model(run)} | {run['init'].split(' ')[0]} "
             f"| {run['adapt']} | {', '.join(scores)} | {', '.join(baselines)} "
             f"| {_params(m['params_trainable'])} of {_params(m['params_total'])} "
             f"| {m['train_seconds']:.0f} | {m['latency_ms']:.1f} |"
