@@ -17,11 +17,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 .PHONY: install repro test test-fast
 install: $(VENV)/.installed
 
-repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate
+repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning
 	TOKENIZERS_PARALLELISM=false dvc repro
 
 test: install  ## every test, the slow end-to-end ones included (what CI runs)
 	python -m pytest -q
 
-test-fast: install  ## the unit tests only (about a minute)
+test-fast: install  ## the unit tests only (about 1.5 minutes)
 	python -m pytest -q -m "not slow"
