@@ -19,7 +19,6 @@ seed only, so every row of a task is scored on the same examples, and so are its
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import statistics
 import time
@@ -43,6 +42,7 @@ from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
 from lmforge.stage import StageResult
 from lmforge.tasks.config import TaskConfig, task_config
+from lmforge.tasks.splits import rank
 from lmforge.tokenizer.specials import special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.checkpoints import check_weights, read_checkpoint
@@ -66,11 +66,10 @@ def read_split(task: TaskConfig, split: str) -> list[dict[str, Any]]:
 
 
 def sample(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
-    """A fixed subset of `n` records (all when n is None or larger): ranked by sha256(seed:id)."""
+    """A fixed subset of `n` records (all when n is None or larger), ranked by id as splits rank groups."""
     if n is None or n >= len(records):
         return records
-    rank = sorted(records, key=lambda r: hashlib.sha256(f"{seed}:{r['id']}".encode()).hexdigest())
-    return rank[:n]
+    return sorted(records, key=lambda r: rank(str(r["id"]), seed))[:n]
 
 
 def label_word_ids(labels: list[str] | None, tokenizer, eos: int) -> list[list[int]] | None:
