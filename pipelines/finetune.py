@@ -1,11 +1,14 @@
 """DVC stage `finetune`: fine-tune one starting point on one task, score it on the test split beside
-the task's baselines.
+the task's baselines. A row of the summary is a config under conf/row/ (task x start x adaptation);
+DVC runs every row in one process, `--multirun 'row=glob(*)'`, so Lightning is imported once.
 
-python pipelines/finetune.py task=pos                                   # our pretrained encoder
-python pipelines/finetune.py task=pos finetune.init=scratch             # the same, randomly initialised
-python pipelines/finetune.py task=sentiment finetune=minilm adapt=lora  # all-MiniLM-L6-v2 with LoRA
-python pipelines/finetune.py task=sentiment finetune.backbone=decoder finetune.tokenizer=bpe
-python pipelines/finetune.py --multirun task=sentiment,topic finetune.seeds=[0,1,2]
+python pipelines/finetune.py row=minilm-qa                              # one row of the summary
+python pipelines/finetune.py --multirun 'row=glob(*)'                   # every row (the DVC stage)
+python pipelines/finetune.py task=pos run_name=my-pos                   # our pretrained encoder
+python pipelines/finetune.py task=pos finetune.init=scratch run_name=scratch-pos-2
+python pipelines/finetune.py task=topic finetune=minilm adapt=lora run_name=minilm-topic-lora
+python pipelines/finetune.py task=sentiment finetune.backbone=decoder finetune.tokenizer=bpe run_name=gpt-sst
+python pipelines/finetune.py --multirun row=encoder-sentiment,encoder-topic finetune.seeds=[0,1,2]
 """
 
 import hydra

@@ -5,8 +5,8 @@ A stage reads (1) its entry point `pipelines/<x>.py` and every file under src/ t
 transitively: a static walk of all `import` statements, those inside functions included, with each
 parent package's `__init__.py`; (2) every config file Hydra composes for the command's overrides
 that lands in a group the stage may read (`STAGE.reads`, widened by interpolations such as
-`${run_name}`), nested defaults included, plus the global files: conf/config.yaml and the
-experiment overlay; (3) its data, listed by hand in dvc.yaml and not checked here. A dep covers a
+`${run_name}`), nested defaults included, plus the global files: conf/config.yaml, the experiment
+overlay and global-package options such as conf/row/*.yaml (for every job of a `--multirun`); (3) its data, listed by hand in dvc.yaml and not checked here. A dep covers a
 file it equals or contains. The test names the stage and each missing path; it also fails on code or
 config deps that do not exist or that cover nothing the stage reads.
 
@@ -37,7 +37,9 @@ import pytest
 import yaml
 from dvc.repo import Repo
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 from repo_copy import copy_repository
@@ -177,15 +179,28 @@ def composed_files(overrides: list[str], reads: frozenset[str]) -> set[Path]:
     }
 
 
+def jobs(overrides: list[str]) -> list[list[str]]:
+    """The overrides of each job a command runs: one job, or under `--multirun` every job of Hydra's
+    basic sweeper (`row=a,b`, `row=glob(*)` over the group's options)."""
+    if "--multirun" not in overrides and "-m" not in overrides:
+        return [overrides]
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
+        [o for o in overrides if o not in ("--multirun", "-m")]
+    )
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
 @cache
 def required(experiment: str, name: str) -> frozenset[Path]:
     """The code and config files stage `name` reads: its entry point, its import closure under src/
-    and its composed config files."""
+    and the config files composed for each job of its command."""
     words = stages(experiment)[name].words
     at = next(i for i, w in enumerate(words) if w.endswith(".py"))  # python pipelines/<x>.py key=value ...
     script = ROOT / words[at]
-    overrides = words[at + 1 :]
-    return frozenset({script} | import_closure(script) | composed_files(overrides, stage_reads(script)))
+    reads = stage_reads(script)
+    configs = {path for job in jobs(words[at + 1 :]) for path in composed_files(job, reads)}
+    return frozenset({script} | import_closure(script) | configs)
 
 
 # -- the tests ---------------------------------------------------------------------------------

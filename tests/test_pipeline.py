@@ -26,7 +26,7 @@ VARS = {
     if isinstance(entry, dict)
     for k, v in entry.items()
 }
-OURS, HF = VARS["finetune_ours"], VARS["finetune_hf"]
+ROWS = {path.stem: yaml.safe_load(path.read_text()) for path in (ROOT / "conf" / "row").glob("*.yaml")}
 ALL_STAGES = {
     "prepare",
     "tokenizer@wordpiece",
@@ -36,12 +36,13 @@ ALL_STAGES = {
     *(f"pretrain@{f}" for f in FAMILIES),
     *(f"evaluate@{f}" for f in FAMILIES),
     *(f"task@{t}" for t in VARS["tasks"]),
-    *(f"finetune@{row}" for row in OURS),
-    *(f"finetune_hf@{row}" for row in HF),
+    "finetune",
     "finetune_summary",
 }
-# what reads the WordPiece tokenizer or the encoder's pretraining: edited below
-WORDPIECE_ROWS = {f"finetune@{row}" for row, item in OURS.items() if item["tokenizer"] == "wordpiece"}
+
+
+def row_task(row: str) -> str:
+    return next(d["override /task"] for d in ROWS[row]["defaults"] if "override /task" in d)
 
 
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -73,10 +74,10 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert (repo / "artifacts" / "pretrain" / family / "best.ckpt").is_file()
     assert (repo / "reports" / "eval" / "decoder" / "samples.json").is_file()
     summary = json.loads((repo / "reports" / "finetune" / "summary.json").read_text())
-    assert set(summary) == set(OURS) | set(HF)
+    assert set(summary) == set(ROWS)  # every conf/row/*.yaml, each with its own curve
+    assert {p.stem for p in (repo / "reports" / "finetune" / "curves").glob("*.csv")} == set(ROWS)
     for row, metrics in summary.items():
-        task = VARS["finetune_ours"].get(row, VARS["finetune_hf"].get(row))["task"]
-        first = yaml.safe_load((repo / "conf" / "task" / f"{task}.yaml").read_text())["metrics"][0]
+        first = yaml.safe_load((repo / "conf" / "task" / f"{row_task(row)}.yaml").read_text())["metrics"][0]
         assert 0.0 <= metrics[f"test_{first}"] <= 1.0 and metrics["params_trainable"] > 0, row
     table = (repo / "reports" / "finetune" / "summary.md").read_text()
     assert table.count("\n") == 2 + len(summary)
@@ -96,13 +97,15 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     config.write_text(config.read_text().replace("lowercase: true", "lowercase: false"))
     rerun = _ran(_dvc(["repro"], repo, env))
     downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
-    assert rerun == downstream | WORDPIECE_ROWS | {"finetune_summary"}
+    assert rerun == downstream | {"finetune", "finetune_summary"}
 
     import mlflow
 
     mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["lmforge"])
-    assert len(runs) == len(ALL_STAGES) + len(rerun)
+    per_run = len(ROWS) - 1  # the finetune stage opens one MLflow run per row
+    assert len(runs) == len(ALL_STAGES) + len(rerun) + 2 * per_run
+    assert set(runs["tags.dvc_stage"]) >= {f"finetune@{row}" for row in ROWS}
     pretrain = runs[runs["tags.dvc_stage"] == "pretrain@decoder"].iloc[0]
     assert pretrain["params.model.family"] == "decoder"
     assert pretrain["tags.git_commit"] and pretrain["tags.data_hash"] != "none"

@@ -53,7 +53,8 @@ class Stage:
         return bool(self.will_resume and self.will_resume(view))
 
     def label(self, cfg: DictConfig) -> str:
-        """The DVC stage name of this run: `prepare`, `pretrain@decoder`, ..."""
+        """The DVC stage name of this run: `prepare`, `pretrain@decoder`, ...; for a stage that runs
+        several instances in one multirun (`finetune`), the instance: `finetune@<row>`."""
         if self.instance_key is None:
             return self.name
         return f"{self.name}@{OmegaConf.select(cfg, self.instance_key)}"

@@ -3,7 +3,8 @@
 Every DVC stage's entry point calls `execute(stage, cfg)`. It validates the config groups the stage
 declares, takes a lock so that two runs of the same stage instance never overlap, and on rank zero
 opens one MLflow run (experiment `logger.experiment`, store `logger.tracking_uri`, a local sqlite file
-by default) tagged with the git commit, the DVC stage and a hash of the prepared data, with the
+by default) tagged with the git commit, the DVC stage (`finetune@<row>` for each row that the
+finetune stage's multirun fine-tunes) and a hash of the prepared data, with the
 stage's own (validated, resolved) config as params. The stage's work returns a `StageResult`, whose
 metrics and artifacts are logged. A run left RUNNING by a killed process is continued when the stage
 resumes, else marked KILLED. Other ranks of a multi-process run log nothing. A `LmforgeError` ends
@@ -63,10 +64,19 @@ def data_hash(prepared_dir: str | os.PathLike) -> str:
     return sha256_files(files)[:16] if files else "none"
 
 
-def is_rank_zero() -> bool:
-    from lightning.fabric.utilities.rank_zero import rank_zero_only
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")  # Lightning's, in its order
 
-    return getattr(rank_zero_only, "rank", 0) == 0
+
+def is_rank_zero() -> bool:
+    """Lightning's rank when Lightning set it, else the launcher's (torchrun, SLURM) environment as
+    Lightning reads it. Stages that train import Lightning anyway; the others (data, tokenizers,
+    tasks, summaries) are spared its import, 6-7 s of every process on a 2-core CPU."""
+    from lightning_utilities.core.rank_zero import rank_zero_only
+
+    rank = getattr(rank_zero_only, "rank", None)
+    if rank is None:
+        rank = next((int(os.environ[k]) for k in RANK_VARIABLES if k in os.environ), 0)
+    return rank == 0
 
 
 def execute(stage: Stage, cfg: DictConfig) -> StageResult:

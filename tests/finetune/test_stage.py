@@ -5,6 +5,7 @@ what trains; bad inputs are one line and leave earlier outputs intact."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.finetune import stage, summary
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.tasks.config import Kind
 from lmforge.training.checkpoints import read_checkpoint
 from lmforge.training.module import PretrainModule
 
@@ -81,13 +83,30 @@ def test_pretrained_row_reports_and_exports_the_model_it_scores(workspace):
     )
     assert metrics["params_trainable"] == metrics["params_total"]
     assert run["init"] == "pretrained (encoder)" and run["adapt"] == "full" and run["examples"]["test"] == 10
-    assert (reports / "val_curve.csv").read_text().startswith("seed,step,")
+    assert (workspace / "reports/finetune/curves/toy.csv").read_text().startswith("seed,step,")
 
     checkpoint = read_checkpoint(workspace / "artifacts/finetune/toy/seed0/best.ckpt")  # weights_only
     module = FinetuneModule(**checkpoint["hyper_parameters"])
     module.load_state_dict(checkpoint["state_dict"])
     features = encode("classification", records(10, 2), tiny_wordpiece(), ["negative", "positive"], 32, False)
     assert evaluate(module, [Collator(0)(features.features)])["accuracy"] == metrics["test_accuracy"]
+
+
+def test_train_examples_takes_the_same_seeded_sample_for_the_row_and_its_baselines(workspace, monkeypatch):
+    seen = {}
+    spec = stage.TASKS[Kind.classification]
+
+    def spy(train, test, labels, seed):
+        seen["baseline_train"] = [r["id"] for r in train]
+        return spec.baselines(train, test, labels, seed)
+
+    monkeypatch.setitem(stage.TASKS, Kind.classification, replace(spec, baselines=spy))
+    finetune("finetune.train_examples=8", "finetune.max_steps=4", "finetune.val_every=4")
+    run = json.loads((workspace / "reports/finetune/rows/toy/run.json").read_text())
+    assert run["examples"]["train"] == 8
+    every = [r["id"] for r in records(40)]
+    assert seen["baseline_train"] == [r["id"] for r in stage.sample(records(40), 8, 0)]
+    assert len(set(seen["baseline_train"])) == 8 and set(seen["baseline_train"]) < set(every)
 
 
 def test_the_backbone_starts_from_the_pretrain_checkpoint_or_from_scratch(workspace, monkeypatch):

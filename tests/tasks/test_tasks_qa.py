@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from omegaconf import OmegaConf
@@ -119,3 +120,20 @@ def test_real_wordnet_base_gives_thousands_of_questions(repo, tmp_path):
     examples, counts = derive(synsets, Kind.qa)
     assert sum(n for (_, outcome), n in counts.items() if outcome == "candidates") > 1000
     assert len(examples) > 1000 and len(sample(examples, 6000, 0)) == 6000
+
+
+@pytest.mark.parametrize(
+    "text, lemma",
+    [
+        ("a dog, a Dog and a hot-dog; dogs", "dog"),
+        ("Hot dog or hot_dog or hot dog2", "hot dog"),
+        ("the U.S. and u.s.", "u.s."),
+        ("dog-", "dog"),
+        ("", "dog"),
+        ("café au lait, Café", "café"),  # not ASCII: the regex path
+    ],
+)
+def test_whole_word_matches_equal_the_regex_definition(text, lemma):
+    pattern = rf"(?<![\w-]){re.escape(lemma)}(?![\w-])"
+    expected = [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    assert wordnet._matches(text, lemma) == expected

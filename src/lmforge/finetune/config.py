@@ -34,6 +34,7 @@ class FinetuneConfig:
     eval_batch_size: int = 64
     val_every: int = 50  # validate every N steps
     patience: int = 2  # stop after this many validations without improvement of the task's first metric
+    train_examples: int | None = None  # a fixed seeded sample of the train split (null: all of it)
     val_examples: int | None = 300  # a fixed seeded sample of the val split (null: all of it)
     test_examples: int | None = 1000  # a fixed seeded sample of the test split (null: all of it)
     head_dropout: float = 0.1
@@ -44,7 +45,8 @@ class FinetuneConfig:
     warmup_steps: int = 20
     schedule: str = "linear"  # linear decay to zero after warmup (BERT's fine-tuning schedule)
     out_dir: str = "artifacts/finetune/run"  # best.ckpt: merged weights + hyperparameters
-    reports_dir: str = "reports/finetune/rows/run"  # metrics.json, val curve
+    reports_dir: str = "reports/finetune/rows/run"  # metrics.json, run.json
+    curve: str = "reports/finetune/curves/run.csv"  # validation values per seed and step (dvc plots)
 
     def __post_init__(self) -> None:
         if not INIT.fullmatch(self.init):
@@ -61,7 +63,7 @@ class FinetuneConfig:
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"finetune.{key}: got {getattr(self, key)}, expected an integer >= 1")
-        for key in ("val_examples", "test_examples"):
+        for key in ("train_examples", "val_examples", "test_examples"):
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ConfigError(f"finetune.{key}: got {value}, expected an integer >= 1 or null")

@@ -6,14 +6,15 @@
        {finetune.reports_dir}/metrics.json     test metrics (mean and std over seeds), baselines on the
                                                same test examples, parameter counts, time, latency
        {finetune.reports_dir}/run.json         what the row is: task, model, init, adaptation, sizes
-       {finetune.reports_dir}/val_curve.csv    seed, step, validation loss and metrics
+       {finetune.curve}                        seed, step, validation loss and metrics (dvc plots)
 
 Training validates every `val_every` steps on a fixed sample of the val split, keeps the weights of
 the best value of the task's first metric and stops after `patience` validations without
 improvement (or at `max_steps`). The best weights (LoRA merged in) are written to best.ckpt, read
 back with `weights_only=True` into a freshly built module, and that module is evaluated once on the
-test sample: the reported score is the exported model's. Val and test samples depend on the task's
-seed only, so every row of a task is scored on the same examples, and so are its baselines.
+test sample: the reported score is the exported model's. Train, val and test samples depend on the
+task's seed only, so every row of a task is scored on the same examples, and so are its baselines
+(which learn from the same training examples as the rows).
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class BestWeights(L.Callback):
 def run(cfg: Any) -> StageResult:
     task, ft, adapt = task_config(cfg.task), finetune_config(cfg.finetune), adapt_config(cfg.adapt)
     records = {split: read_split(task, split) for split in SPLITS}
+    records["train"] = sample(records["train"], ft.train_examples, task.seed)
     records["val"] = sample(records["val"], ft.val_examples, task.seed)
     records["test"] = sample(records["test"], ft.test_examples, task.seed)
     begin = start(ft)
@@ -189,9 +191,9 @@ def run(cfg: Any) -> StageResult:
     reports = Path(ft.reports_dir)
     write_json(reports / "metrics.json", metrics)
     write_json(reports / "run.json", description)
-    _write_curve(reports / "val_curve.csv", [dict(seed=r["seed"], **row) for r in runs for row in r["curve"]])
+    _write_curve(Path(ft.curve), [dict(seed=r["seed"], **row) for r in runs for row in r["curve"]])
     checkpoints = [str(Path(ft.out_dir) / f"seed{seed}" / "best.ckpt") for seed in ft.seeds]
-    artifacts = [str(reports / name) for name in ("metrics.json", "run.json", "val_curve.csv")]
+    artifacts = [str(reports / name) for name in ("metrics.json", "run.json")] + [ft.curve]
     return StageResult(metrics, artifacts + checkpoints[:1])
 
 

@@ -180,12 +180,29 @@ def _definition_end(gloss: str) -> int:
 
 def _spans(text: str, lemmas: set[str]) -> list[tuple[int, int]]:
     """Whole-word, case-insensitive matches of any lemma in `text`, less those inside a longer one."""
-    found = {
-        (m.start(), m.end())
-        for lemma in lemmas
-        for m in re.finditer(rf"(?<![\w-]){re.escape(lemma)}(?![\w-])", text, re.IGNORECASE)
-    }
+    found = {span for lemma in lemmas for span in _matches(text, lemma)}
     return sorted(s for s in found if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in found))
+
+
+def _matches(text: str, lemma: str) -> list[tuple[int, int]]:
+    """Spans of `lemma` in `text` not touching a word character or '-' on either side, any case. ASCII
+    text (all of WordNet's) is searched with str.find: a regex per lemma, ~100k distinct patterns,
+    would overflow re's cache and dominate the build."""
+    if not (text.isascii() and lemma.isascii()):
+        pattern = rf"(?<![\w-]){re.escape(lemma)}(?![\w-])"
+        return [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    folded, needle, spans = text.lower(), lemma.lower(), []
+    at = folded.find(needle)
+    while at != -1 and needle:
+        end = at + len(needle)
+        if not (at and _joins(folded[at - 1])) and not (end < len(folded) and _joins(folded[end])):
+            spans.append((at, end))
+        at = folded.find(needle, at + 1)
+    return spans
+
+
+def _joins(char: str) -> bool:
+    return char.isalnum() or char in "_-"
 
 
 def _article(head: str) -> str:
