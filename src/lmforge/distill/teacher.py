@@ -1,0 +1,64 @@
+"""Where the teacher comes from: one entry per `distill.teacher` kind, each giving a frozen model.
+
+pretrained   artifacts/pretrain/<backbone>/best.ckpt, read with weights_only=True, weights loaded
+             strictly; its pretraining objective's hyperparameters come along (the task to distil on)
+hf           a Hugging Face-format folder or a pinned packaged model (`lmforge.hf.load_pretrained`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from lmforge.config import ModelConfig, load_model_config
+from lmforge.distill.config import DistillConfig
+from lmforge.errors import DataError
+from lmforge.model import build_model
+from lmforge.training.checkpoints import check_weights, read_checkpoint
+
+
+@dataclass
+class Teacher:
+    model: nn.Module  # in eval mode, no parameter requires a gradient
+    config: ModelConfig
+    objective: dict[str, Any] | None  # the pretraining objective's hyperparameters; None for hf folders
+    source: str  # where it came from, for the report
+
+
+def pretrained(cfg: DistillConfig) -> Teacher:
+    path = Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"
+    checkpoint = read_checkpoint(path)
+    values = checkpoint["hyper_parameters"].get("model")
+    if not isinstance(values, dict):
+        raise DataError(f"checkpoint {path} has no model hyperparameters; expected a pretrain checkpoint")
+    config = load_model_config(values)
+    model = build_model(config)
+    # PretrainModule keeps the network under `model.`; the objective's extras (NSP head) are dropped
+    state = {k[len("model.") :]: v for k, v in checkpoint["state_dict"].items() if k.startswith("model.")}
+    check_weights(model, {"state_dict": state}, path)
+    return Teacher(frozen(model), config, checkpoint["hyper_parameters"].get("objective"), f"pretrain@{path}")
+
+
+def hf(cfg: DistillConfig) -> Teacher:
+    from lmforge.hf.load import load_pretrained
+    from lmforge.hf.packages import model_folder
+
+    folder = model_folder(cfg.hf_source or "", cfg.hf_cache, "distill.teacher")
+    loaded = load_pretrained(folder)
+    return Teacher(frozen(loaded.model), loaded.config, None, f"hf:{folder}")
+
+
+def frozen(model: nn.Module) -> nn.Module:
+    """The model in eval mode with no parameter requiring a gradient."""
+    return model.eval().requires_grad_(False)
+
+
+TEACHERS: dict[str, Callable[[DistillConfig], Teacher]] = {"pretrained": pretrained, "hf": hf}
+
+
+def load_teacher(cfg: DistillConfig) -> Teacher:
+    return TEACHERS[cfg.teacher.split(":", 1)[0]](cfg)
