@@ -14,18 +14,20 @@ from lmforge.distill.teacher import load_teacher
 from lmforge.errors import DataError
 from lmforge.model import build_model
 from lmforge.training.config import objective_config
+from lmforge.training.module import PretrainModule
 from lmforge.training.objectives import OBJECTIVES
 
 OBJECTIVE = {"name": "bert", "kind": "mlm", "nsp": True}
 
 
 def write_pretrain_checkpoint(folder, model) -> None:
-    """What PretrainModule saves: the network under `model.`, the NSP head under `objective.`."""
-    state = {f"model.{k}": v for k, v in model.state_dict().items()}
-    state["objective.nsp_head.classifier.bias"] = torch.zeros(2)
-    hyper_parameters = {"model": model.config.to_dict(), "objective": OBJECTIVE, "optim": {}, "max_steps": 1}
+    """What the pretrain stage saves: a PretrainModule's weights (network and NSP head) and hyperparameters."""
+    module = PretrainModule(model.config.to_dict(), OBJECTIVE, {}, max_steps=1)
+    module.model.load_state_dict(model.state_dict())
     folder.mkdir(parents=True)
-    torch.save({"state_dict": state, "hyper_parameters": hyper_parameters}, folder / "best.ckpt")
+    torch.save(
+        {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, folder / "best.ckpt"
+    )
 
 
 def test_pretrained_teacher_is_the_checkpoint_frozen_and_distils(tmp_path, mlm_batch):

@@ -14,11 +14,9 @@ from typing import Any
 
 from torch import nn
 
-from lmforge.config import ModelConfig, load_model_config
+from lmforge.config import ModelConfig
 from lmforge.distill.config import DistillConfig
-from lmforge.errors import DataError
-from lmforge.model import build_model
-from lmforge.training.checkpoints import check_weights, read_checkpoint
+from lmforge.training.checkpoints import load_module
 
 
 @dataclass
@@ -31,16 +29,9 @@ class Teacher:
 
 def pretrained(cfg: DistillConfig) -> Teacher:
     path = Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"
-    checkpoint = read_checkpoint(path)
-    values = checkpoint["hyper_parameters"].get("model")
-    if not isinstance(values, dict):
-        raise DataError(f"checkpoint {path} has no model hyperparameters; expected a pretrain checkpoint")
-    config = load_model_config(values)
-    model = build_model(config)
-    # PretrainModule keeps the network under `model.`; the objective's extras (NSP head) are dropped
-    state = {k[len("model.") :]: v for k, v in checkpoint["state_dict"].items() if k.startswith("model.")}
-    check_weights(model, {"state_dict": state}, path)
-    return Teacher(frozen(model), config, checkpoint["hyper_parameters"].get("objective"), f"pretrain@{path}")
+    module = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
+    objective = dict(module.hparams["objective"])
+    return Teacher(frozen(module.model), module.model_config, objective, f"pretrain@{path}")
 
 
 def hf(cfg: DistillConfig) -> Teacher:
