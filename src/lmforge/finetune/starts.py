@@ -22,7 +22,7 @@ from lmforge.config import ModelConfig, load_model_config
 from lmforge.errors import DataError
 from lmforge.finetune.config import FinetuneConfig
 from lmforge.tokenizer.specials import load_tokenizer
-from lmforge.training.checkpoints import read_checkpoint
+from lmforge.training.checkpoints import load_module
 
 
 @dataclass
@@ -47,15 +47,11 @@ def _overridden(values: dict[str, Any], cfg: FinetuneConfig) -> ModelConfig:
 
 def _ours(cfg: FinetuneConfig, with_weights: bool) -> Start:
     path = Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"
-    checkpoint = read_checkpoint(path)
-    values = checkpoint["hyper_parameters"].get("model")
-    if not isinstance(values, dict):
-        raise DataError(f"checkpoint {path} has no model hyperparameters; expected a pretrain checkpoint")
-    state = None
-    if with_weights:  # PretrainModule keeps the network under `model.`; the objective's extras are dropped
-        state = {k[len("model.") :]: v for k, v in checkpoint["state_dict"].items() if k.startswith("model.")}
+    pretrain = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
+    state = pretrain.model.state_dict() if with_weights else None  # the network; the NSP head is dropped
     tokenizer = load_tokenizer(Path(cfg.tokenizer_dir) / cfg.tokenizer / "tokenizer.json")
     kind = "pretrain" if with_weights else "random init, architecture of pretrain"
+    values = pretrain.model_config.to_dict()
     return Start(_overridden(values, cfg), state, tokenizer, f"{kind}@{cfg.backbone} ({path})", cfg.backbone)
 
 
