@@ -6,9 +6,10 @@ transitively: a static walk of all `import` statements, those inside functions i
 parent package's `__init__.py`; (2) every config file Hydra composes for the command's overrides
 that lands in a group the stage may read (`STAGE.reads`, widened by interpolations such as
 `${run_name}`), nested defaults included, plus the global files: conf/config.yaml, the experiment
-overlay and global-package options such as conf/row/*.yaml (for every job of a `--multirun`); (3) its data, listed by hand in dvc.yaml and not checked here. A dep covers a
-file it equals or contains. The test names the stage and each missing path; it also fails on code or
-config deps that do not exist or that cover nothing the stage reads.
+overlay and global-package options such as conf/row/*.yaml (for every job of a `--multirun`); (3)
+its data, listed by hand in dvc.yaml and not checked here. A dep covers a file it equals or contains.
+The test names the stage and each missing path; it also fails on code or config deps that do not
+exist or that cover nothing the stage reads.
 
 The slow tests run `dvc status` in a scratch copy of the working tree: dvc.lock records the current
 code and config; with the lock brought up to date, appending a comment to src/lmforge/config.py,

@@ -103,8 +103,8 @@ def test_smoke_pipeline_under_dvc(tmp_path):
 
     mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["lmforge"])
-    per_run = len(ROWS) - 1  # the finetune stage opens one MLflow run per row
-    assert len(runs) == len(ALL_STAGES) + len(rerun) + 2 * per_run
+    extra = len(ROWS) - 1  # the finetune stage, run twice, opens one MLflow run per row instead of one
+    assert len(runs) == len(ALL_STAGES) + len(rerun) + 2 * extra
     assert set(runs["tags.dvc_stage"]) >= {f"finetune@{row}" for row in ROWS}
     pretrain = runs[runs["tags.dvc_stage"] == "pretrain@decoder"].iloc[0]
     assert pretrain["params.model.family"] == "decoder"
