@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 .PHONY: install repro test test-fast
 install: $(VENV)/.installed
 
-repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning
+repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning -> distillation
 	TOKENIZERS_PARALLELISM=false dvc repro
 
 test: install  ## every test, the slow end-to-end ones included (what CI runs)

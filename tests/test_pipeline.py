@@ -27,6 +27,8 @@ VARS = {
     for k, v in entry.items()
 }
 ROWS = {path.stem: yaml.safe_load(path.read_text()) for path in (ROOT / "conf" / "row").glob("*.yaml")}
+DISTILL_RUNS = {path.stem for path in (ROOT / "conf" / "distill_run").glob("*.yaml")}
+DISTILL_ROWS = {path.stem for path in (ROOT / "conf" / "distill_row").glob("*.yaml")}
 ALL_STAGES = {
     "prepare",
     "tokenizer@wordpiece",
@@ -38,7 +40,15 @@ ALL_STAGES = {
     *(f"task@{t}" for t in VARS["tasks"]),
     "finetune",
     "finetune_summary",
+    "distill",
+    "distill_finetune",
+    "distill_summary",
 }
+MULTIRUNS = {
+    "finetune": ROWS,
+    "distill": DISTILL_RUNS,
+    "distill_finetune": DISTILL_ROWS,
+}  # one MLflow run each
 
 
 def row_task(row: str) -> str:
@@ -81,6 +91,13 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert 0.0 <= metrics[f"test_{first}"] <= 1.0 and metrics["params_trainable"] > 0, row
     table = (repo / "reports" / "finetune" / "summary.md").read_text()
     assert table.count("\n") == 2 + len(summary)
+    distilled = json.loads((repo / "reports" / "distill" / "summary.json").read_text())
+    assert set(distilled) == {"encoder", "decoder"}
+    for family, entry in distilled.items():
+        assert entry["student"]["layers"] == entry["teacher"]["layers"] // 2, family
+        assert entry["student"]["params"] == entry["control"]["params"] < entry["teacher"]["params"]
+        assert entry["student"]["retention"]["mean"] > 0 and entry["control"]["test_loss"] > 0
+    assert (repo / "reports" / "distill" / "summary.md").read_text().count("\n") == 2 + 3 * len(distilled)
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
@@ -90,6 +107,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         "reports/tokenizer/bpe.json",
         "reports/eval/decoder.json",
         "reports/finetune/summary.json",
+        "reports/distill/summary.json",
     ):
         assert name in shown
 
@@ -97,15 +115,17 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     config.write_text(config.read_text().replace("lowercase: true", "lowercase: false"))
     rerun = _ran(_dvc(["repro"], repo, env))
     downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
-    assert rerun == downstream | {"finetune", "finetune_summary"}
+    distill = {"distill", "distill_finetune", "distill_summary"}
+    assert rerun == downstream | {"finetune", "finetune_summary"} | distill
 
     import mlflow
 
     mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["lmforge"])
-    extra = len(ROWS) - 1  # the finetune stage, run twice, opens one MLflow run per row instead of one
+    extra = sum(len(jobs) - 1 for jobs in MULTIRUNS.values())  # each ran twice, one MLflow run per job
     assert len(runs) == len(ALL_STAGES) + len(rerun) + 2 * extra
-    assert set(runs["tags.dvc_stage"]) >= {f"finetune@{row}" for row in ROWS}
+    assert set(runs["tags.dvc_stage"]) >= {f"finetune@{row}" for row in {*ROWS, *DISTILL_ROWS}}
+    assert set(runs["tags.dvc_stage"]) >= {f"distill@{run}" for run in DISTILL_RUNS}
     pretrain = runs[runs["tags.dvc_stage"] == "pretrain@decoder"].iloc[0]
     assert pretrain["params.model.family"] == "decoder"
     assert pretrain["tags.git_commit"] and pretrain["tags.data_hash"] != "none"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from helpers import tiny
 from lmforge.distill.config import DistillConfig
-from lmforge.distill.objective import Distillation, positions, soft_target_kl
+from lmforge.distill.objective import Distillation, positions, rows, soft_target_kl
 from lmforge.distill.student import build_student
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
@@ -160,3 +161,52 @@ def test_bad_teacher_student_pairs_are_one_line(clm_batch):
         Distillation(task, teacher)(narrower, clm_batch)
     _, stats = Distillation(task, teacher, alpha_cos=0.0)(narrower, clm_batch)
     assert stats["distill_cos"] == 0 and stats["distill_kl"] > 0
+
+
+@pytest.mark.parametrize("chunk", [7 * 3, 1 << 20])  # three rows a chunk (several chunks), or one chunk
+def test_chunked_kl_and_its_gradient_equal_autograd_through_log_softmax_and_kl_div(chunk, monkeypatch):
+    monkeypatch.setattr("lmforge.distill.objective.CHUNK", chunk)
+    g = torch.Generator().manual_seed(1)
+    s = torch.randn(10, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    t = torch.randn(10, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    weights = torch.tensor([1.0, 0, 1, 1, 0, 0, 1, 1, 1, 0])
+    loss = soft_target_kl(s, t, 3.0, weights)
+    loss.backward()
+    kept = weights.bool()
+    reference_s = s.detach()[kept].clone().requires_grad_(True)
+    per_row = F.kl_div(
+        F.log_softmax(reference_s / 3.0, -1),
+        F.log_softmax(t.detach()[kept] / 3.0, -1),
+        log_target=True,
+        reduction="sum",
+    )
+    reference = per_row / kept.sum() * 9.0
+    reference.backward()
+    torch.testing.assert_close(loss, reference)
+    expected_grad = torch.zeros_like(s)
+    expected_grad[kept] = reference_s.grad
+    torch.testing.assert_close(s.grad, expected_grad)  # rows of weight 0 get none
+    assert t.grad is None  # the teacher is a constant target
+
+
+def test_dense_logits_are_weighted_by_their_positions_not_indexed():
+    logits = torch.randn(2, 3, 5)
+    where = torch.tensor([[True, False, True], [False, True, True]])
+    flat, weights = rows(logits, where)
+    assert flat.shape == (6, 5) and torch.equal(weights, torch.tensor([1.0, 0, 1, 0, 1, 1]))
+    sparse = torch.randn(4, 5)
+    assert rows(sparse, where) == (sparse, None)
+
+
+def test_without_a_teacher_term_the_teacher_is_never_called(mlm_batch):
+    """The control (alpha_ce = alpha_cos = 0) pays for no teacher forward pass."""
+    teacher, student, task = setup("mlm")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the teacher was called")
+
+    teacher.forward = refuse
+    loss, stats = Distillation(task, teacher, 2.0, alpha_ce=0.0, alpha_task=1.0, alpha_cos=0.0)(
+        student, mlm_batch
+    )
+    assert torch.isfinite(loss) and stats["distill_kl"] == 0 and stats["distill_cos"] == 0

@@ -62,7 +62,12 @@ def test_a_full_depth_student_with_the_identity_map_is_the_teacher():
 
 def test_random_init_may_change_the_width_and_copies_nothing():
     teacher = teacher_model(n_layers=4)
-    cfg = DistillConfig(init="random", student={"d_model": 16, "n_heads": 2, "d_ff": 32})
+    narrow = {"d_model": 16, "n_heads": 2, "d_ff": 32}
+    with pytest.raises(
+        ConfigError, match=r"distill.alpha_cos: got 1.0 with student width 16 and teacher width 32"
+    ):
+        build_student(teacher, teacher.config, DistillConfig(init="random", student=narrow))
+    cfg = DistillConfig(init="random", student=narrow, alpha_cos=0.0)  # no cosine between widths
     student = build_student(teacher, teacher.config, cfg)
     assert (student.config.d_model, student.config.n_layers, student.config.vocab_size) == (16, 2, 61)
     same_depth = build_student(teacher, teacher.config, DistillConfig(init="random", student_layers=4))

@@ -11,7 +11,7 @@ import lightning as L
 import pytest
 import torch
 
-from helpers import stage_config
+from helpers import Interrupt, stage_config
 from lmforge.errors import DataError
 from lmforge.training import pretrain
 from lmforge.training.schedules import build_scheduler
@@ -30,21 +30,6 @@ RUN = [
     "train.checkpoint_every=3",
     "optim.warmup_steps=2",
 ]
-
-
-class Interrupt(L.Callback):
-    """Counts the steps this session trains; dies like `kill -9` would at `at_step` (no hook of ours
-    runs after it)."""
-
-    def __init__(self, at_step: int | None) -> None:
-        self.at_step, self.first_step, self.batches = at_step, None, 0
-
-    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-        if trainer.global_step == self.at_step:
-            raise SystemExit(137)
-        if self.first_step is None:
-            self.first_step = trainer.global_step
-        self.batches += 1
 
 
 def _files(name: str) -> dict[str, str]:

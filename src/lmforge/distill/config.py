@@ -46,6 +46,8 @@ class DistillConfig:
     alpha_ce: float = 5.0  # weight of the soft-target KL
     alpha_task: float = 2.0  # weight of the task loss (MLM for the encoder, causal LM for the decoder)
     alpha_cos: float = 1.0  # weight of the hidden-state cosine loss
+    out_dir: str = "artifacts/distill/run"  # best.ckpt (a pretrain checkpoint of the student), last.ckpt
+    reports_dir: str = "reports/distill/run"  # metrics.json, train_loss.csv, val_loss.csv
 
     def __post_init__(self) -> None:
         if not isinstance(self.init, StudentInit):

@@ -92,12 +92,14 @@ class Distillation(nn.Module):
             )
         call = recorder.calls[0]
         student = call.output
-        teacher = self._teacher_output(call, student.logits.device)
-        where = positions(call.arguments, student.last_hidden_state)  # (B, T) bool
-        kl = soft_target_kl(
-            selected(student.logits, where), selected(teacher.logits, where), self.temperature
-        )
-        cos = self._cosine(student.last_hidden_state[where], teacher.last_hidden_state[where])
+        if self.alpha_ce or self.alpha_cos:
+            teacher = self._teacher_output(call, student.logits.device)
+            where = positions(call.arguments, student.last_hidden_state)  # (B, T) bool
+            (s, weights), (t, _) = rows(student.logits, where), rows(teacher.logits, where)
+            kl = soft_target_kl(s, t, self.temperature, weights)
+            cos = self._cosine(student.last_hidden_state[where], teacher.last_hidden_state[where])
+        else:  # no term needs the teacher (the scratch control): its forward pass is skipped
+            kl = cos = task_loss.new_zeros(())
         loss = self.alpha_ce * kl + self.alpha_task * task_loss + self.alpha_cos * cos
         stats = {
             **stats,
@@ -144,22 +146,63 @@ def positions(arguments: Mapping[str, Any], hidden: Tensor) -> Tensor:
     return torch.ones(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
 
 
-def selected(logits: Tensor, where: Tensor) -> Tensor:
-    """Rows of the selected positions (N, V): dense (B, T, V) logits are indexed, sparse ones already are."""
-    return logits[where] if logits.dim() == 3 else logits
+def rows(logits: Tensor, where: Tensor) -> tuple[Tensor, Tensor | None]:
+    """(N, V) rows and their weights: dense (B, T, V) logits flattened with the positions as 0/1
+    weights (no boolean indexing: its backward is a slow scatter over the whole vocabulary on CPU),
+    sparse ones (already the selected rows) as they are."""
+    if logits.dim() == 3:
+        return logits.flatten(0, 1), where.flatten().to(torch.float32)
+    return logits, None
 
 
-def soft_target_kl(student: Tensor, teacher: Tensor, temperature: float) -> Tensor:
-    """KL(softmax(teacher / T) || softmax(student / T)) * T^2, averaged over the rows of (N, V) logits."""
+CHUNK = 1 << 20  # elements per chunk (4 MB in float32): each chunk's passes stay in the CPU's cache
+
+
+class _SoftTargetKL(torch.autograd.Function):
+    """sum_i w_i KL(softmax(t_i / T) || softmax(s_i / T)) * T^2, chunked over rows, with its gradient
+    T (softmax(s / T) - softmax(t / T)) w_i computed in the same pass: one read of the logits instead
+    of the eight full-size passes of log_softmax + kl_div and their backward."""
+
+    @staticmethod
+    def forward(ctx, student: Tensor, teacher: Tensor, weights: Tensor, temperature: float) -> Tensor:
+        n, vocab = student.shape
+        dtype = torch.promote_types(student.dtype, torch.float32)  # half precision loses the KL's detail
+        grad = torch.empty(student.shape, dtype=dtype, device=student.device)
+        total = torch.zeros((), dtype=torch.float64, device=student.device)
+        step = max(1, CHUNK // max(vocab, 1))
+        for start in range(0, n, step):
+            end = min(n, start + step)
+            log_q = F.log_softmax(student[start:end].to(dtype) / temperature, dim=-1)
+            log_p = F.log_softmax(teacher[start:end].to(dtype) / temperature, dim=-1)
+            p = log_p.exp()
+            w = weights[start:end].to(dtype)
+            per_row = torch.linalg.vecdot(p, log_p.sub_(log_q))  # KL of each row
+            total += (per_row * w).sum().to(torch.float64)
+            torch.sub(log_q.exp_(), p, out=grad[start:end]).mul_((w * temperature)[:, None])
+        ctx.save_for_backward(grad)
+        ctx.dtype = student.dtype
+        return (total * temperature**2).to(dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor):
+        (grad,) = ctx.saved_tensors
+        return (grad * grad_output).to(ctx.dtype), None, None, None
+
+
+def soft_target_kl(
+    student: Tensor, teacher: Tensor, temperature: float, weights: Tensor | None = None
+) -> Tensor:
+    """KL(softmax(teacher / T) || softmax(student / T)) * T^2, averaged over the rows of (N, V) logits
+    (over the rows of weight 1 when 0/1 `weights` are given). The teacher gets no gradient."""
     if student.shape != teacher.shape:
         raise ConfigError(
             f"distill: student logits {tuple(student.shape)} and teacher logits {tuple(teacher.shape)} "
             "differ, expected one vocabulary"
         )
-    log_s = F.log_softmax(upcast(student) / temperature, dim=-1)
-    log_t = F.log_softmax(upcast(teacher) / temperature, dim=-1)
-    kl = F.kl_div(log_s, log_t, log_target=True, reduction="sum")  # sum over rows and vocabulary
-    return kl / max(len(student), 1) * temperature**2
+    if weights is None:
+        weights = torch.ones(len(student), dtype=torch.float32, device=student.device)
+    total = _SoftTargetKL.apply(student, teacher.detach(), weights, float(temperature))
+    return total / weights.sum().clamp(min=1)
 
 
 def upcast(x: Tensor) -> Tensor:

@@ -42,6 +42,11 @@ def student_config(teacher: ModelConfig, cfg: DistillConfig) -> ModelConfig:
     except ConfigError as err:  # an override ModelConfig refuses
         raise ConfigError(f"distill.student: {err}") from None
     check_compatible(teacher, student, cfg.init)
+    if cfg.alpha_cos and student.d_model != teacher.d_model:
+        raise ConfigError(
+            f"distill.alpha_cos: got {cfg.alpha_cos} with student width {student.d_model} and teacher width "
+            f"{teacher.d_model}, expected 0 (the cosine compares hidden states of one width)"
+        )
     return student
 
 

@@ -24,14 +24,17 @@ class Teacher:
     model: nn.Module  # in eval mode, no parameter requires a gradient
     config: ModelConfig
     objective: dict[str, Any] | None  # the pretraining objective's hyperparameters; None for hf folders
+    objective_state: dict[str, Any] | None  # the objective's own weights (BERT's NSP head); None for hf
     source: str  # where it came from, for the report
+    path: Path  # the checkpoint or folder it was read from (a dependency of the student)
 
 
 def pretrained(cfg: DistillConfig) -> Teacher:
     path = Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"
     module = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
     objective = dict(module.hparams["objective"])
-    return Teacher(frozen(module.model), module.model_config, objective, f"pretrain@{path}")
+    state = module.objective.state_dict()
+    return Teacher(frozen(module.model), module.model_config, objective, state, f"pretrain@{path}", path)
 
 
 def hf(cfg: DistillConfig) -> Teacher:
@@ -40,7 +43,7 @@ def hf(cfg: DistillConfig) -> Teacher:
 
     folder = model_folder(cfg.hf_source or "", cfg.hf_cache, "distill.teacher")
     loaded = load_pretrained(folder)
-    return Teacher(frozen(loaded.model), loaded.config, None, f"hf:{folder}")
+    return Teacher(frozen(loaded.model), loaded.config, None, None, f"hf:{folder}", Path(folder))
 
 
 def frozen(model: nn.Module) -> nn.Module:

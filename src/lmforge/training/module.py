@@ -25,6 +25,8 @@ from lmforge.training.optim import optimization
 
 
 class PretrainModule(L.LightningModule):
+    logged_stats = ("accuracy", "nsp_loss", "nsp_accuracy")  # logged as train/<name> when present
+
     def __init__(
         self, model: dict[str, Any], objective: dict[str, Any], optim: dict[str, Any], max_steps: int
     ):
@@ -45,7 +47,7 @@ class PretrainModule(L.LightningModule):
         size = batch["input_ids"].shape[0]
         self.log("train/loss", loss, prog_bar=True, batch_size=size)
         self.log("train/nll", stats["nll_sum"] / stats["n_tokens"].clamp(min=1), batch_size=size)
-        for name in ("accuracy", "nsp_loss", "nsp_accuracy"):
+        for name in self.logged_stats:
             if name in stats:
                 self.log(f"train/{name}", stats[name], batch_size=size)
         return loss

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,14 +68,15 @@ def model_values(cfg: Any, vocab_size: int, pad_id: int, seq_len: int) -> dict[s
     return config.to_dict()
 
 
-def fingerprint(cfg: Any, tokenizer_file: Path, encoded_dir: Path) -> str:
-    """sha256 of what a run's result depends on: its config (but `train.resume`), data and code."""
+def fingerprint(cfg: Any, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
+    """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
+    other `inputs` (a distillation's teacher checkpoint)."""
     if not encoded_dir.is_dir():
         raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
     values = OmegaConf.to_container(cfg, resolve=True)
     values["train"].pop("resume", None)
     code = sorted(Path(lmforge.__file__).parent.rglob("*.py"))
-    files = [tokenizer_file, *sorted(p for p in encoded_dir.iterdir() if p.is_file()), *code]
+    files = [tokenizer_file, *sorted(p for p in encoded_dir.iterdir() if p.is_file()), *code, *inputs]
     return sha256_files(files) + ":" + json.dumps(values, sort_keys=True)
 
 
@@ -105,16 +107,37 @@ def will_resume(cfg: Any) -> bool:
 
 
 def run(cfg: Any) -> StageResult:
-    train, objective, optim = (
-        train_config(cfg.train),
-        objective_config(cfg.objective),
-        optim_config(cfg.optim),
-    )
+    plan = make_plan(cfg)
+
+    def build() -> PretrainModule:
+        return PretrainModule(
+            plan.model, plain(plan.objective), plain(plan.optim), max_steps=plan.trainer.max_steps
+        )
+
+    return fit(plan, fingerprint(cfg, *tokenizer_paths(cfg)), build)
+
+
+def make_plan(
+    cfg: Any,
+    model: dict[str, Any] | None = None,
+    objective: ObjectiveConfig | None = None,
+    train: TrainConfig | None = None,
+) -> Plan:
+    """Validate what a run needs, before anything is written. `model` (ModelConfig values),
+    `objective` and `train` replace the config's groups (distillation: the student, its teacher's
+    objective, its own output folders); a given model must already agree with the tokenizer."""
+    train, optim = train or train_config(cfg.train), optim_config(cfg.optim)
+    objective = objective or objective_config(cfg.objective)
     trainer_cfg = trainer_config(cfg.trainer)
     tokenizer_file, encoded_dir = tokenizer_paths(cfg)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
-    model = model_values(cfg, vocab_size, specials.pad, train.seq_len)
+    if model is None:
+        model = model_values(cfg, vocab_size, specials.pad, train.seq_len)
+    else:
+        check_tokenizer(model, vocab_size, specials.pad, tokenizer_file)
+        if model["max_seq_len"] < train.seq_len:
+            raise ConfigError(f"train.seq_len: got {train.seq_len}, expected <= {model['max_seq_len']}")
     family = OBJECTIVES[objective.kind].family
     if Family(model["family"]) is not family:
         raise ConfigError(
@@ -123,18 +146,30 @@ def run(cfg: Any) -> StageResult:
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
         EncodedSplit(encoded_dir, split)
-    plan = Plan(cfg.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
-    out_dir = Path(train.out_dir)
-    stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
+    return Plan(cfg.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
+
+
+def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokenizer_file: Path) -> None:
+    """One line when a given model was not trained with this tokenizer (its vocabulary or padding)."""
+    if (model["vocab_size"], model["pad_token_id"]) != (vocab_size, pad_id):
+        raise ConfigError(
+            f"tokenizer: got {tokenizer_file} (vocab_size={vocab_size}, pad id {pad_id}), expected the "
+            f"model's tokenizer (vocab_size={model['vocab_size']}, pad id {model['pad_token_id']})"
+        )
+
+
+def fit(plan: Plan, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
+    """Train `build()` under the plan: afresh, or continued from its last.ckpt (`train.resume`)."""
+    out_dir = Path(plan.train.out_dir)
     if not is_rank_zero():  # ranks that Lightning starts once rank zero has decided: same decision
-        return _fit(plan, resume_from(train.resume, out_dir, stamp_text))
+        return _fit(plan, resume_from(plan.train.resume, out_dir, stamp_text), build)
     with exclusive(out_dir.parent / f".{out_dir.name}.lock", f"output folder {out_dir}"):
-        checkpoint = resume_from(train.resume, out_dir, stamp_text)
+        checkpoint = resume_from(plan.train.resume, out_dir, stamp_text)
         if checkpoint is None:  # a fresh run owns the folder: nothing of an earlier run may survive
             for name in ("best.ckpt", "last.ckpt"):
                 (out_dir / name).unlink(missing_ok=True)
             write_text(out_dir / "fingerprint.txt", stamp_text)
-        return _fit(plan, checkpoint)
+        return _fit(plan, checkpoint, build)
 
 
 class Plan(NamedTuple):
@@ -151,15 +186,13 @@ class Plan(NamedTuple):
     encoded_dir: Path
 
 
-def _fit(plan: Plan, checkpoint: Path | None) -> StageResult:
+def _fit(plan: Plan, checkpoint: Path | None, build: Callable[[], PretrainModule]) -> StageResult:
     train, trainer_cfg = plan.train, plan.trainer
     L.seed_everything(plan.seed, workers=True, verbose=False)
     datamodule = PretrainDataModule(
         str(plan.encoded_dir), plan.objective, train, plan.specials, plan.vocab_size, seed=plan.seed
     )
-    module = PretrainModule(
-        plan.model, _plain(plan.objective), _plain(plan.optim), max_steps=trainer_cfg.max_steps
-    )
+    module = build()  # after seeding: its initial weights follow the seed
     if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
@@ -202,6 +235,6 @@ def _fit(plan: Plan, checkpoint: Path | None) -> StageResult:
     return StageResult(metrics, [str(Path(train.out_dir) / "best.ckpt"), *artifacts])
 
 
-def _plain(config: Any) -> dict[str, Any]:
+def plain(config: Any) -> dict[str, Any]:
     """A validated dataclass back to plain values (Enums as strings) for save_hyperparameters."""
     return {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(config).items()}

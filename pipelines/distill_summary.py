@@ -1,0 +1,27 @@
+"""DVC stage `distill_summary`: teacher vs distilled student vs control (reports/distill/summary.md, .json).
+
+python pipelines/distill_summary.py
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.distill.summary import distill_summary_config, run
+from lmforge.stage import Stage, seed_value
+from lmforge.tracking import execute
+from lmforge.training.config import train_config
+
+STAGE = Stage(
+    "distill_summary",
+    run,
+    reads={"distill_summary": distill_summary_config, "train": train_config, "seed": seed_value},
+)
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute(STAGE, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The `distill_summary` stage: each teacher beside its distilled student and the control.
+
+For every family: parameters, CPU inference latency (a full-length forward at each batch size,
+median of repeated calls after warm-up, the three models interleaved so a drift of the host hits
+them alike), the pretraining objective's loss on the whole test split (the batches the evaluate
+stage scores, the same for all three), and the first metric of every fine-tuning task the student
+was fine-tuned on, with retention = student / teacher per task and averaged (the control's too:
+what distillation adds over training the small model on the same tokens). Writes
+{out_dir}/summary.json (for `dvc metrics show` and MLflow) and {out_dir}/summary.md (one table).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lmforge.errors import ConfigError, DataError
+from lmforge.evaluation.evaluate import test_metrics
+from lmforge.io import write_json, write_text
+from lmforge.model import count_parameters
+from lmforge.stage import StageResult
+from lmforge.structured import validate
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.training.checkpoints import load_module
+from lmforge.training.config import train_config
+from lmforge.training.datamodule import PretrainDataModule
+
+ROLES = ("teacher", "student", "control")
+
+
+@dataclass
+class DistillSummaryConfig:
+    families: dict[str, str] = field(default_factory=lambda: {"encoder": "wordpiece", "decoder": "bpe"})
+    teacher_dir: str = "artifacts/pretrain"
+    student_dir: str = "artifacts/distill"
+    tokenizer_dir: str = "artifacts/tokenizers"
+    encoded_dir: str = "data/encoded"
+    teacher_rows: str = "reports/finetune/rows"
+    student_rows: str = "reports/distill/rows"
+    runs_dir: str = "reports/distill/runs"
+    out_dir: str = "reports/distill"
+    latency_batches: list[int] = field(default_factory=lambda: [1, 32])
+    latency_repeats: int = 10
+
+    def __post_init__(self) -> None:
+        if not self.families:
+            raise ConfigError("distill_summary.families: got none, expected family -> tokenizer entries")
+        if not self.latency_batches or min(self.latency_batches) < 1:
+            raise ConfigError(
+                f"distill_summary.latency_batches: got {self.latency_batches}, expected batch sizes >= 1"
+            )
+        if self.latency_repeats < 1:
+            raise ConfigError(
+                f"distill_summary.latency_repeats: got {self.latency_repeats}, expected an integer >= 1"
+            )
+
+
+def distill_summary_config(values: Any) -> DistillSummaryConfig:
+    return validate(DistillSummaryConfig, values, "distill_summary")
+
+
+def checkpoints(cfg: DistillSummaryConfig, family: str) -> dict[str, Path]:
+    student_dir = Path(cfg.student_dir)
+    return {
+        "teacher": Path(cfg.teacher_dir) / family / "best.ckpt",
+        "student": student_dir / f"{family}-student" / "best.ckpt",
+        "control": student_dir / f"{family}-control" / "best.ckpt",
+    }
+
+
+def read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"{what} {path}: unreadable ({err}); expected the JSON its stage writes") from None
+
+
+def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, Any]]:
+    """task -> {metric, teacher, student, control}: the first test metric of each task the student was
+    fine-tuned on, from the fine-tuning rows (the teacher's from the main fine-tuning stage)."""
+    rows = Path(cfg.student_rows)
+    prefix = f"{family}-student-"
+    tasks = sorted(p.name[len(prefix) :] for p in rows.glob(f"{prefix}*") if p.is_dir())
+    scores = {}
+    for task in tasks:
+        folders = {
+            "teacher": Path(cfg.teacher_rows) / f"{family}-{task}",
+            "student": rows / f"{family}-student-{task}",
+            "control": rows / f"{family}-control-{task}",
+        }
+        run = read_json(folders["student"] / "run.json", "fine-tuning row")
+        metric = run["metrics"][0]
+        scores[task] = {"metric": metric}
+        for role, folder in folders.items():
+            metrics = read_json(folder / "metrics.json", "fine-tuning row")
+            scores[task][role] = metrics[f"test_{metric}"]
+    return scores
+
+
+@torch.inference_mode()
+def latency_ms(models: dict[str, torch.nn.Module], batch: int, seq_len: int, vocab: int, repeats: int):
+    """Median milliseconds of one forward pass of each model on a (batch, seq_len) input, the models
+    timed in turn within each repeat."""
+    ids = torch.randint(5, vocab, (batch, seq_len), generator=torch.Generator().manual_seed(0))
+    times: dict[str, list[float]] = {name: [] for name in models}
+    for i in range(repeats + 2):
+        for name, model in models.items():
+            start = time.perf_counter()
+            model(ids)
+            if i >= 2:  # two warm-up calls
+                times[name].append(1e3 * (time.perf_counter() - start))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure(cfg: DistillSummaryConfig, family: str, train: Any, seed: int) -> dict[str, dict[str, Any]]:
+    tokenizer_name = cfg.families[family]
+    modules = {role: load_module(path) for role, path in checkpoints(cfg, family).items()}
+    tokenizer = load_tokenizer(Path(cfg.tokenizer_dir) / tokenizer_name / "tokenizer.json")
+    teacher = modules["teacher"]
+    data = PretrainDataModule(
+        str(Path(cfg.encoded_dir) / tokenizer_name),
+        teacher.objective_config,
+        train,
+        special_token_ids(tokenizer),
+        teacher.model_config.vocab_size,
+        seed=seed,
+    )
+    test = list(data.loader("test"))
+    out: dict[str, dict[str, Any]] = {}
+    for role, module in modules.items():
+        scores = test_metrics(module, test)
+        params = count_parameters(module.model)
+        out[role] = {
+            "layers": module.model_config.n_layers,
+            "params": params["total"],
+            "params_non_embedding": params["non_embedding"],
+            "test_loss": scores["loss"],
+            "test_perplexity": scores["perplexity"],
+        }
+    models = {role: module.model for role, module in modules.items()}
+    for batch in cfg.latency_batches:
+        times = latency_ms(models, batch, train.seq_len, teacher.model_config.vocab_size, cfg.latency_repeats)
+        for role, ms in times.items():
+            out[role][f"latency_ms_b{batch}"] = ms
+    return out
+
+
+def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for family in cfg.families:
+        numbers = measure(cfg, family, train, seed)
+        tasks = downstream(cfg, family)
+        for role in ROLES:
+            numbers[role]["downstream"] = {task: s[role] for task, s in tasks.items()}
+        for role in ("student", "control"):
+            retention = {task: s[role] / s["teacher"] for task, s in tasks.items()}
+            if retention:
+                retention["mean"] = statistics.fmean(retention.values())
+            numbers[role]["retention"] = retention
+        numbers["student"]["made"] = read_json(Path(cfg.runs_dir) / f"{family}-student" / "run.json", "run")
+        summary[family] = {"tasks": {t: s["metric"] for t, s in tasks.items()}, **numbers}
+    return summary
+
+
+def render(summary: dict[str, Any], batches: list[int]) -> str:
+    tasks = sorted({t for family in summary.values() for t in family["tasks"]})
+    header = ["family", "model", "layers", "params"]
+    header += [f"latency b{b} ms" for b in batches] + ["test loss (ppl)"]
+    header += [f"{t} (%)" for t in tasks] + ["retention (mean)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for family, entry in summary.items():
+        for role in ROLES:
+            m = entry[role]
+            cells = [family, _label(role, m), str(m["layers"]), f"{m['params'] / 1e6:.2f}M"]
+            cells += [f"{m[f'latency_ms_b{b}']:.1f}" for b in batches]
+            cells.append(f"{m['test_loss']:.3f} ({m['test_perplexity']:.0f})")
+            for task in tasks:
+                if task not in m["downstream"]:
+                    cells.append("–")
+                    continue
+                text = f"{entry['tasks'][task]} {100 * m['downstream'][task]:.1f}"
+                if role != "teacher":
+                    text += f" ({100 * m['retention'][task]:.0f}%)"
+                cells.append(text)
+            mean = m.get("retention", {}).get("mean")
+            cells.append("100%" if role == "teacher" else f"{100 * mean:.1f}%" if mean is not None else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _label(role: str, numbers: dict[str, Any]) -> str:
+    if role == "student":
+        made = numbers["made"]
+        return f"student: teacher layers {made['layer_map']}, {made['loss']}"
+    return {"teacher": "teacher (pretrain)", "control": "control: same student, from scratch"}[role]
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}/"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = float(value)
+    return flat
+
+
+def run(cfg: Any) -> StageResult:
+    summary_cfg = distill_summary_config(cfg.distill_summary)
+    summary = summarise(summary_cfg, train_config(cfg.train), cfg.seed)
+    out = Path(summary_cfg.out_dir)
+    write_json(out / "summary.json", summary)
+    write_text(out / "summary.md", render(summary, summary_cfg.latency_batches))
+    return StageResult(flatten(summary), [str(out / "summary.json"), str(out / "summary.md")])

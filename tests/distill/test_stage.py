@@ -1,0 +1,235 @@
+"""The distill stage on the tiny workspace: a student distilled from a pretrained teacher is a
+pretrain checkpoint (evaluation and fine-tuning read it as they are), the control trains without
+its teacher, an interrupted distillation resumes exactly, bad input is one line before anything is
+written, and the summary puts teacher, student and control side by side."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+
+from helpers import Interrupt, stage_config
+from lmforge.distill import stage, summary
+from lmforge.errors import ConfigError
+from lmforge.evaluation import evaluate
+from lmforge.training import pretrain
+from lmforge.training.checkpoints import load_module
+
+ROOT = Path(__file__).resolve().parents[2]
+TEACHER = [
+    "model=bert_tiny",
+    "objective=bert",
+    "tokenizer=wordpiece",
+    "trainer.max_steps=8",
+    "trainer.val_check_interval=4",
+    "optim.warmup_steps=2",
+    "run_name=distill-teacher",
+]
+STUDENT = [
+    "tokenizer=wordpiece",
+    "distill.backbone=distill-teacher",
+    "trainer.max_steps=6",
+    "trainer.val_check_interval=3",
+    "train.checkpoint_every=2",
+    "optim.warmup_steps=2",
+]
+
+
+@pytest.fixture(scope="module")
+def teacher(workspace) -> Path:
+    """A 4-layer BERT (MLM + NSP) pretrained for 8 steps in the shared workspace."""
+    previous = os.getcwd()
+    os.chdir(workspace)
+    try:
+        pretrain.run(stage_config(*TEACHER))
+    finally:
+        os.chdir(previous)
+    return workspace / "artifacts/pretrain/distill-teacher/best.ckpt"
+
+
+def test_a_student_is_a_pretrain_checkpoint_of_half_the_teacher(teacher, in_workspace):
+    result = stage.run(stage_config(*STUDENT, "run_name=student"))
+    assert result.metrics["steps"] == 6 and result.metrics["best_val_loss"] > 0
+    student, parent = load_module("artifacts/distill/student/best.ckpt"), load_module(teacher)
+    assert type(student).__name__ == "PretrainModule"  # read as any pretrained model is
+    assert student.model_config.n_layers == 2 and parent.model_config.n_layers == 4
+    assert student.model_config.to_dict() == {**parent.model_config.to_dict(), "n_layers": 2}
+    assert student.hparams.objective == parent.hparams.objective  # MLM + NSP, as the teacher learnt
+    made = json.loads(Path("reports/distill/runs/student/run.json").read_text())
+    assert made["layer_map"] == [0, 2] and made["teacher_layers"] == 4 and made["init"] == "teacher"
+    curve = Path("reports/distill/runs/student/val_loss.csv").read_text().splitlines()
+    assert len(curve) == 3  # header + validations at steps 3 and 6
+    for name in ("train_loss.csv", "metrics.json"):
+        assert (Path("reports/distill/runs/student") / name).is_file()
+
+
+def test_the_distilled_student_starts_near_its_teacher_and_the_control_far_from_it(teacher, in_workspace):
+    """Step 0 of the student is the teacher's layers 0 and 2, so its test loss starts close to the
+    teacher's; the control starts from random weights and never calls the teacher."""
+    zero = ["trainer.max_steps=3", "trainer.val_check_interval=3", "optim.warmup_steps=1", "optim.lr=1e-9"]
+    stage.run(stage_config(*STUDENT, *zero, "run_name=frozen-student"))
+    stage.run(stage_config(*STUDENT, *zero, "distill=control", "run_name=frozen-control"))
+    batches = list(_test_batches(teacher))
+    losses = {
+        name: evaluate.test_metrics(load_module(path), batches)["loss"]
+        for name, path in {
+            "teacher": teacher,
+            "student": "artifacts/distill/frozen-student/best.ckpt",
+            "control": "artifacts/distill/frozen-control/best.ckpt",
+        }.items()
+    }
+    assert abs(losses["student"] - losses["teacher"]) < abs(losses["control"] - losses["teacher"])
+    made = json.loads(Path("reports/distill/runs/frozen-control/run.json").read_text())
+    assert made["init"] == "random" and made["layer_map"] is None and "no teacher term" in made["loss"]
+
+
+def _test_batches(teacher: Path):
+    from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+    from lmforge.training.config import train_config
+    from lmforge.training.datamodule import PretrainDataModule
+
+    module = load_module(teacher)
+    cfg = stage_config(*STUDENT)
+    tokenizer = load_tokenizer(Path("artifacts/tokenizers/wordpiece/tokenizer.json"))
+    data = PretrainDataModule(
+        "data/encoded/wordpiece",
+        module.objective_config,
+        train_config(cfg.train),
+        special_token_ids(tokenizer),
+        module.model_config.vocab_size,
+        seed=cfg.seed,
+    )
+    return data.loader("test")
+
+
+def test_an_interrupted_distillation_ends_like_an_uninterrupted_one(teacher, in_workspace, monkeypatch):
+    whole = stage.run(stage_config(*STUDENT, "run_name=whole")).metrics
+    cfg = stage_config(*STUDENT, "run_name=cut")
+    original = L.Trainer.__init__
+    for at_step, starts_at in ((5, 0), (None, 4)):  # dies at 5: last.ckpt at 4; then finishes
+        spy = Interrupt(at_step)
+
+        def dying(self, *args, callbacks=(), spy=spy, **kwargs):
+            original(self, *args, callbacks=[*callbacks, spy], **kwargs)
+
+        monkeypatch.setattr(L.Trainer, "__init__", dying)
+        if at_step is None:
+            resumed = stage.run(cfg).metrics
+        else:
+            with pytest.raises(SystemExit):
+                stage.run(cfg)
+        monkeypatch.setattr(L.Trainer, "__init__", original)
+        assert spy.first_step == starts_at
+    for key in ("best_val_loss", "best_val_step", "steps", "tokens_seen"):
+        assert resumed[key] == pytest.approx(whole[key], rel=1e-6), key
+    runs = Path("reports/distill/runs")
+    for name in ("train_loss.csv", "val_loss.csv"):
+        assert (runs / "cut" / name).read_text() == (runs / "whole" / name).read_text()
+    cut = torch.load("artifacts/distill/cut/last.ckpt", weights_only=True)["state_dict"]
+    for key, value in torch.load("artifacts/distill/whole/last.ckpt", weights_only=True)[
+        "state_dict"
+    ].items():
+        torch.testing.assert_close(cut[key], value, rtol=1e-5, atol=1e-6, msg=key)
+
+
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        (
+            "distill.layer_map=[0,9]",
+            r"distill.layer_map: got index 9 in \[0, 9\], expected teacher layers 0..3",
+        ),
+        ("distill.student_layers=6", r"distill.student_layers: got 6, expected at most the teacher's 4"),
+        (
+            "tokenizer=bpe",
+            r"tokenizer: got .*bpe/tokenizer.json \(vocab_size=\d+, pad id \d+\), expected the model's",
+        ),
+        (
+            "+distill.student.d_model=64",
+            r"distill.student.d_model: got 64, expected the teacher's 128 with init=teacher",
+        ),
+        (
+            "+distill.student.d_model=64 distill.init=random",
+            r"distill.alpha_cos: got 1.0 with student width 64 and teacher width 128, expected 0",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_before_anything_is_written(teacher, in_workspace, override, needle):
+    with pytest.raises(ConfigError, match=needle):
+        stage.run(stage_config(*STUDENT, *override.split(), "run_name=refused"))
+    assert (
+        not Path("artifacts/distill/refused").exists() and not Path("reports/distill/runs/refused").exists()
+    )
+
+
+@pytest.mark.slow
+def test_the_entry_point_refuses_in_one_line_and_keeps_earlier_outputs(teacher, workspace):
+    base = ["logger=none", "data=local", "data.local.path=corpus", *STUDENT, "run_name=kept"]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+
+    def distill(*args):
+        command = [sys.executable, str(ROOT / "pipelines/distill.py"), "experiment=smoke", *base, *args]
+        return subprocess.run(command, cwd=workspace, capture_output=True, text=True, timeout=600, env=env)
+
+    assert distill().returncode == 0
+    best = workspace / "artifacts/distill/kept/best.ckpt"
+    before = best.read_bytes()
+    for bad in ("distill.temperature=0", "distill.alpha_ce=0 distill.alpha_task=0 distill.alpha_cos=0"):
+        refused = distill(*bad.split())
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith("error: distill.")
+    assert best.read_bytes() == before
+
+
+def test_the_summary_sets_teacher_student_and_control_side_by_side(
+    teacher, in_workspace, tmp_path, monkeypatch
+):
+    for variant in ("student", "control"):
+        stage.run(
+            stage_config(
+                *STUDENT,
+                f"distill={'default' if variant == 'student' else 'control'}",
+                f"run_name=fam-{variant}",
+            )
+        )
+    teacher_dir = tmp_path / "pretrain" / "fam"
+    teacher_dir.mkdir(parents=True)
+    (teacher_dir / "best.ckpt").symlink_to(teacher)
+    scores = {"teacher": 0.80, "student": 0.72, "control": 0.60}
+    for role, score in scores.items():
+        folder = (
+            tmp_path
+            / ("finetune" if role == "teacher" else "rows")
+            / ("fam-sentiment" if role == "teacher" else f"fam-{role}-sentiment")
+        )
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps({"metrics": ["accuracy", "macro_f1"]}))
+        (folder / "metrics.json").write_text(json.dumps({"test_accuracy": score, "test_macro_f1": 0.1}))
+    settings = summary.DistillSummaryConfig(
+        families={"fam": "wordpiece"},
+        teacher_dir=str(tmp_path / "pretrain"),
+        teacher_rows=str(tmp_path / "finetune"),
+        student_rows=str(tmp_path / "rows"),
+        out_dir=str(tmp_path / "out"),
+        latency_batches=[1, 2],
+        latency_repeats=2,
+    )
+    monkeypatch.setattr(summary, "distill_summary_config", lambda values: settings)
+    cfg = stage_config("run_name=summary")
+    result = summary.run(cfg)
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())["fam"]
+    assert written["student"]["retention"]["sentiment"] == pytest.approx(0.72 / 0.80)
+    assert written["control"]["retention"]["mean"] == pytest.approx(0.60 / 0.80)
+    assert written["student"]["layers"] == 2 and written["teacher"]["layers"] == 4
+    assert written["student"]["params"] < written["teacher"]["params"]
+    assert all(written[role]["latency_ms_b2"] > 0 for role in summary.ROLES)
+    table = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    assert len(table) == 2 + 3 and "accuracy 72.0 (90%)" in table[3] and "75.0%" in table[4]
+    assert result.metrics["fam/student/retention/sentiment"] == pytest.approx(0.9)
