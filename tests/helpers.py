@@ -78,3 +78,32 @@ class Interrupt(L.Callback):
         if self.first_step is None:
             self.first_step = trainer.global_step
         self.batches += 1
+
+
+def run_with_interruptions(monkeypatch, run, cfg, stops, total_steps: int):
+    """`run(cfg)` once per (at_step, starts_at) in `stops`: each session dies at `at_step` (None: runs
+    to the end) and must start at `starts_at`, where the previous one's last checkpoint was, and
+    train the steps up to its end. Returns the finishing session's result."""
+    original = L.Trainer.__init__
+    result = None
+    for at_step, starts_at in stops:
+        spy = Interrupt(at_step)
+
+        def dying(self, *args, callbacks=(), spy=spy, **kwargs):
+            original(self, *args, callbacks=[*callbacks, spy], **kwargs)
+
+        monkeypatch.setattr(L.Trainer, "__init__", dying)
+        try:
+            if at_step is None:
+                result = run(cfg)
+            else:
+                try:
+                    run(cfg)
+                except SystemExit:
+                    pass
+                else:
+                    raise AssertionError(f"the run did not die at step {at_step}")
+        finally:
+            monkeypatch.setattr(L.Trainer, "__init__", original)
+        assert spy.first_step == starts_at and spy.batches == (at_step or total_steps) - starts_at
+    return result

@@ -11,11 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import lightning as L
 import pytest
 import torch
 
-from helpers import Interrupt, stage_config
+from helpers import run_with_interruptions, stage_config
 from lmforge.distill import stage, summary
 from lmforge.errors import ConfigError
 from lmforge.evaluation import evaluate
@@ -112,21 +111,8 @@ def _test_batches(teacher: Path):
 def test_an_interrupted_distillation_ends_like_an_uninterrupted_one(teacher, in_workspace, monkeypatch):
     whole = stage.run(stage_config(*STUDENT, "run_name=whole")).metrics
     cfg = stage_config(*STUDENT, "run_name=cut")
-    original = L.Trainer.__init__
-    for at_step, starts_at in ((5, 0), (None, 4)):  # dies at 5: last.ckpt at 4; then finishes
-        spy = Interrupt(at_step)
-
-        def dying(self, *args, callbacks=(), spy=spy, **kwargs):
-            original(self, *args, callbacks=[*callbacks, spy], **kwargs)
-
-        monkeypatch.setattr(L.Trainer, "__init__", dying)
-        if at_step is None:
-            resumed = stage.run(cfg).metrics
-        else:
-            with pytest.raises(SystemExit):
-                stage.run(cfg)
-        monkeypatch.setattr(L.Trainer, "__init__", original)
-        assert spy.first_step == starts_at
+    stops = ((5, 0), (None, 4))  # dies at 5 (last.ckpt at 4), then finishes from 4
+    resumed = run_with_interruptions(monkeypatch, stage.run, cfg, stops, total_steps=6).metrics
     for key in ("best_val_loss", "best_val_step", "steps", "tokens_seen"):
         assert resumed[key] == pytest.approx(whole[key], rel=1e-6), key
     runs = Path("reports/distill/runs")

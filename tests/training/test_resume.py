@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import lightning as L
 import pytest
 import torch
 
-from helpers import Interrupt, stage_config
+from helpers import run_with_interruptions, stage_config
 from lmforge.errors import DataError
 from lmforge.training import pretrain
 from lmforge.training.schedules import build_scheduler
@@ -52,23 +51,10 @@ def test_interrupted_runs_end_exactly_like_an_uninterrupted_one(in_workspace, fa
 
     name = f"{family}-cut"
     cfg = stage_config(*FAMILIES[family], *RUN, f"run_name={name}")
-    original = L.Trainer.__init__
     # Die at 7 (last.ckpt at 6, mid-epoch), at 13 (last.ckpt at 12, written after validation), then
     # finish; each session starts where the previous one's last checkpoint was (resume=auto).
-    for at_step, starts_at in ((7, 0), (13, 6), (None, 12)):
-        spy = Interrupt(at_step)
-
-        def dying(self, *args, callbacks=(), spy=spy, **kwargs):
-            original(self, *args, callbacks=[*callbacks, spy], **kwargs)
-
-        monkeypatch.setattr(L.Trainer, "__init__", dying)
-        if at_step is None:
-            resumed = pretrain.run(cfg).metrics
-        else:
-            with pytest.raises(SystemExit):
-                pretrain.run(cfg)
-        monkeypatch.setattr(L.Trainer, "__init__", original)
-        assert spy.first_step == starts_at and spy.batches == (at_step or 14) - starts_at
+    stops = ((7, 0), (13, 6), (None, 12))
+    resumed = run_with_interruptions(monkeypatch, pretrain.run, cfg, stops, total_steps=14).metrics
 
     _same_metrics(resumed, whole)
     assert _files(name) == _files(f"{family}-whole")
