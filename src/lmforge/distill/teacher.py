@@ -26,7 +26,6 @@ class Teacher:
     objective: dict[str, Any] | None  # the pretraining objective's hyperparameters; None for hf folders
     objective_state: dict[str, Any] | None  # the objective's own weights (BERT's NSP head); None for hf
     source: str  # where it came from, for the report
-    path: Path  # the checkpoint or folder it was read from (a dependency of the student)
 
 
 def pretrained(cfg: DistillConfig) -> Teacher:
@@ -34,7 +33,7 @@ def pretrained(cfg: DistillConfig) -> Teacher:
     module = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
     objective = dict(module.hparams["objective"])
     state = module.objective.state_dict()
-    return Teacher(frozen(module.model), module.model_config, objective, state, f"pretrain@{path}", path)
+    return Teacher(frozen(module.model), module.model_config, objective, state, f"pretrain@{path}")
 
 
 def hf(cfg: DistillConfig) -> Teacher:
@@ -43,7 +42,7 @@ def hf(cfg: DistillConfig) -> Teacher:
 
     folder = model_folder(cfg.hf_source or "", cfg.hf_cache, "distill.teacher")
     loaded = load_pretrained(folder)
-    return Teacher(frozen(loaded.model), loaded.config, None, None, f"hf:{folder}", Path(folder))
+    return Teacher(frozen(loaded.model), loaded.config, None, None, f"hf:{folder}")
 
 
 def frozen(model: nn.Module) -> nn.Module:
