@@ -54,8 +54,12 @@ INTERPOLATION = re.compile(r"\$\{([A-Za-z_]\w*)[^:{}]*\}")
 
 
 class DvcStage(NamedTuple):
-    words: list[str]  # the command, split
+    commands: list[list[str]]  # each command of the stage, split
     deps: list[str]  # dep paths, relative to the repository root
+
+
+# The root pipeline and the experiments `dvc repro` leaves out (run as `dvc repro <file>`).
+PIPELINE_FILES = ("dvc.yaml", "pipelines/experiments/dvc.yaml")
 
 
 def rel(path: Path) -> str:
@@ -85,7 +89,9 @@ def stages(experiment: str) -> dict[str, DvcStage]:
     after `dvc exp run -S experiment=<name>`. DVC reads a copy of dvc.yaml and its vars files, so
     nothing is written to the repository."""
     with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(ROOT / "dvc.yaml", tmp)
+        for pipeline in PIPELINE_FILES:
+            (Path(tmp) / pipeline).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / pipeline, Path(tmp) / pipeline)
         for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text()).get("vars", []):
             if isinstance(entry, str):  # a vars file, `name.yaml` or `name.yaml:key`
                 shutil.copy(ROOT / entry.partition(":")[0], tmp)
@@ -93,9 +99,13 @@ def stages(experiment: str) -> dict[str, DvcStage]:
         (Path(tmp) / "params.yaml").write_text(yaml.safe_dump({**params, "experiment": experiment}))
         repo = Repo(tmp, uninitialized=True, config={"core": {"no_scm": True}})
         try:
-            return {
-                s.name: DvcStage(shlex.split(s.cmd), [d.def_path for d in s.deps]) for s in repo.index.stages
-            }
+            found = {}
+            for s in repo.index.stages:
+                commands = s.cmd if isinstance(s.cmd, list) else [s.cmd]
+                wdir = Path(s.wdir).resolve().relative_to(Path(tmp).resolve())
+                deps = [(wdir / d.def_path).as_posix() if str(wdir) != "." else d.def_path for d in s.deps]
+                found[s.name] = DvcStage([shlex.split(c) for c in commands], deps)
+            return found
         finally:
             repo.close()
 
@@ -151,6 +161,14 @@ def import_closure(entry: Path) -> frozenset[Path]:
 
 
 @cache
+def config_name(entry: Path) -> str:
+    """The primary config an entry point composes (`@hydra.main(config_name=...)`): config or translate."""
+    found = re.search(r'config_name="(\w+)"', entry.read_text(encoding="utf-8"))
+    assert found, f"{rel(entry)}: no @hydra.main(config_name=...)"
+    return found.group(1)
+
+
+@cache
 def stage_reads(entry: Path) -> frozenset[str]:
     """`STAGE.reads` of an entry point: the config groups and top-level keys its stage may read."""
     spec = importlib.util.spec_from_file_location(f"_dvc_deps_{entry.stem}", entry)
@@ -159,20 +177,20 @@ def stage_reads(entry: Path) -> frozenset[str]:
     return frozenset(module.STAGE.reads)
 
 
-def composed_files(overrides: list[str], reads: frozenset[str]) -> set[Path]:
-    """conf/ files Hydra composes for `overrides` into the global package (conf/config.yaml, the
+def composed_files(overrides: list[str], reads: frozenset[str], primary: str = "config") -> set[Path]:
+    """conf/ files Hydra composes for `overrides` into the global package (conf/<primary>.yaml, the
     experiment overlay) or into a top-level key the stage reads, nested defaults included
     (trainer/cpu_long -> trainer/cpu, model/gpt_tiny -> model/base). A key read through an
     interpolation (`out_dir: artifacts/pretrain/${run_name}`) counts as read."""
     loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
-    cfg = OmegaConf.to_container(loader.load_configuration("config", overrides, RunMode.RUN), resolve=False)
+    cfg = OmegaConf.to_container(loader.load_configuration(primary, overrides, RunMode.RUN), resolve=False)
     keys, todo = set(reads), list(reads)
     while todo:
         for key in INTERPOLATION.findall(json.dumps(cfg[todo.pop()])):
             if key not in keys:
                 keys.add(key)
                 todo.append(key)
-    defaults = loader.compute_defaults_list("config", overrides, RunMode.RUN).defaults
+    defaults = loader.compute_defaults_list(primary, overrides, RunMode.RUN).defaults
     return {
         CONF / f"{d.config_path}.yaml"
         for d in defaults
@@ -196,12 +214,16 @@ def jobs(overrides: list[str]) -> list[list[str]]:
 def required(experiment: str, name: str) -> frozenset[Path]:
     """The code and config files stage `name` reads: its entry point, its import closure under src/
     and the config files composed for each job of its command."""
-    words = stages(experiment)[name].words
-    at = next(i for i, w in enumerate(words) if w.endswith(".py"))  # python pipelines/<x>.py key=value ...
-    script = ROOT / words[at]
-    reads = stage_reads(script)
-    configs = {path for job in jobs(words[at + 1 :]) for path in composed_files(job, reads)}
-    return frozenset({script} | import_closure(script) | configs)
+    found: set[Path] = set()
+    for words in stages(experiment)[name].commands:
+        at = next(
+            i for i, w in enumerate(words) if w.endswith(".py")
+        )  # python pipelines/<x>.py key=value ...
+        script = ROOT / words[at]
+        reads, primary = stage_reads(script), config_name(script)
+        configs = {path for job in jobs(words[at + 1 :]) for path in composed_files(job, reads, primary)}
+        found |= {script} | import_closure(script) | configs
+    return frozenset(found)
 
 
 # -- the tests ---------------------------------------------------------------------------------
@@ -302,8 +324,9 @@ def test_dvc_status_reruns_exactly_the_stages_that_read_an_edit(tmp_path):
     experiment = current_experiment()
     config_py = {n for n in stages(experiment) if SRC / "lmforge/config.py" in required(experiment, n)}
     assert "pretrain@decoder" in config_py and "prepare" not in config_py  # neither none nor all
-    every = set(stages(experiment))
-    for edited, expected in (("src/lmforge/config.py", config_py), ("conf/config.yaml", every)):
+    composes_config = {n for n in stages(experiment) if CONF / "config.yaml" in required(experiment, n)}
+    assert "prepare" in composes_config and "translate_train" not in composes_config  # conf/translate.yaml's
+    for edited, expected in (("src/lmforge/config.py", config_py), ("conf/config.yaml", composes_config)):
         path = repo / edited
         original = path.read_bytes()
         path.write_bytes(original + b"\n# an edit\n")

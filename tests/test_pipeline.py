@@ -43,6 +43,10 @@ ALL_STAGES = {
     "distill",
     "distill_finetune",
     "distill_summary",
+    "translate_data",
+    "translate_tokenizer",
+    "translate_train",
+    "translate_eval",
 }
 MULTIRUNS = {
     "finetune": ROWS,
@@ -98,6 +102,11 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert entry["student"]["params"] == entry["control"]["params"] < entry["teacher"]["params"]
         assert entry["student"]["retention"]["mean"] > 0 and entry["control"]["test_loss"] > 0
     assert (repo / "reports" / "distill" / "summary.md").read_text().count("\n") == 2 + 3 * len(distilled)
+    translated = json.loads((repo / "reports" / "translate" / "main" / "eval.json").read_text())
+    assert translated["test_sentences"] > 0 and 0 <= translated["bleu"] <= 100 and translated["chrf"] > 0
+    assert translated["baseline_dictionary_bleu"] > translated["baseline_copy_bleu"]
+    assert "tok:13a" in (repo / "reports" / "translate" / "main" / "bleu.md").read_text()
+    assert (repo / "reports" / "translate" / "main" / "samples.md").read_text().count("- hypothesis:") >= 1
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
@@ -108,6 +117,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         "reports/eval/decoder.json",
         "reports/finetune/summary.json",
         "reports/distill/summary.json",
+        "reports/translate/main/eval.json",
     ):
         assert name in shown
 

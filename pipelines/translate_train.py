@@ -1,0 +1,40 @@
+"""DVC stage `translate_train`: the 2017 encoder-decoder trained on the pairs (Noam, label smoothing).
+
+python pipelines/translate_train.py
+python pipelines/translate_train.py model.norm_placement=pre model.final_norm=true translate.warmup=false run_name=pre-nowarmup
+python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'     # the warmup experiment
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.config import load_model_config
+from lmforge.stage import Stage, run_name_value, seed_value
+from lmforge.tracking import execute
+from lmforge.training.config import optim_config, trainer_config
+from lmforge.translate.config import pairs_config, translate_config
+from lmforge.translate.train import run
+
+STAGE = Stage(
+    "translate_train",
+    run,
+    reads={
+        "pairs": pairs_config,
+        "translate": translate_config,
+        "model": load_model_config,
+        "optim": optim_config,
+        "trainer": trainer_config,
+        "seed": seed_value,
+        "run_name": run_name_value,
+    },
+    instance_key="run_name",
+)
+
+
+@hydra.main(config_path="../conf", config_name="translate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute(STAGE, cfg)
+
+
+if __name__ == "__main__":
+    main()

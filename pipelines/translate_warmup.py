@@ -1,0 +1,27 @@
+"""The warmup experiment's summary: validation curves of {Post-LN, Pre-LN} x {Noam warmup, none} on one
+plot and final BLEU in one table (reports/translate/warmup/). The runs come first:
+
+python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'
+python pipelines/translate_eval.py --multirun 'translate_run=glob(warmup-*)'
+python pipelines/translate_warmup.py
+
+or all three: dvc repro pipelines/experiments/dvc.yaml
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.stage import Stage
+from lmforge.tracking import execute
+from lmforge.translate.warmup import run, warmup_summary_config
+
+STAGE = Stage("translate_warmup", run, reads={"warmup_summary": warmup_summary_config})
+
+
+@hydra.main(config_path="../conf", config_name="translate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute(STAGE, cfg)
+
+
+if __name__ == "__main__":
+    main()

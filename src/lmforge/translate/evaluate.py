@@ -1,0 +1,235 @@
+"""The `translate_eval` stage: translate the test books and score them with sacreBLEU and chrF.
+
+sacreBLEU is called as its documentation shows (`BLEU().corpus_score(hypotheses, [references])`,
+default 13a tokenisation, detokenised text on both sides), and its signature string goes into the
+report so a number can be compared with another paper's. Two baselines are scored the same way:
+copying the source sentence, and a word-by-word dictionary learnt from the training pairs (each
+source word becomes the target word with the highest Dice coefficient of sentence co-occurrence,
+2 c(s, t) / (c(s) + c(t)); words never seen are copied). BLEU is measured for every beam size in
+`translate.beam_sizes` (a curve for `dvc plots` and a PNG); the configured beam size gives the
+headline numbers and the samples.
+
+Outputs under {reports_dir}: eval.json (metrics), bleu.md (the table with the signatures),
+samples.md (source, reference, hypothesis), bleu_by_beam.csv and bleu_by_beam.png.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lmforge.errors import DataError
+from lmforge.io import atomic_path, write_json, write_text
+from lmforge.stage import StageResult
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.training.checkpoints import load_module
+from lmforge.translate.batches import encode_pairs
+from lmforge.translate.config import DecodeConfig, pairs_config, tokenizer_file, translate_config
+from lmforge.translate.decode import translate_batch
+from lmforge.translate.pairs import Pair, read_split
+
+WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """Corpus BLEU and chrF with their signatures (sacreBLEU's defaults)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    bleu, chrf = BLEU(), CHRF()
+    b = bleu.corpus_score(list(hypotheses), [list(references)])
+    c = chrf.corpus_score(list(hypotheses), [list(references)])
+    return {
+        "bleu": b.score,
+        "chrf": c.score,
+        "bleu_detail": str(b),
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+class Dictionary:
+    """Word-by-word translation by Dice co-occurrence over the training pairs (lowercased words)."""
+
+    def __init__(self, train: Sequence[Pair]) -> None:
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        def vectorizer() -> CountVectorizer:
+            return CountVectorizer(
+                tokenizer=lambda s: WORD.findall(s.lower()), lowercase=False, binary=True, token_pattern=None
+            )
+
+        vs, vt = vectorizer(), vectorizer()
+        xs = vs.fit_transform(p.source for p in train)  # (pairs, source words), 0/1
+        xt = vt.fit_transform(p.target for p in train)
+        co = (xs.T @ xt).tocsr().astype(np.float64)  # sentences in which s and t occur together
+        cs, ct = np.asarray(xs.sum(0)).ravel(), np.asarray(xt.sum(0)).ravel()
+        target_words = vt.get_feature_names_out()
+        self.table: dict[str, str] = {}
+        for i, word in enumerate(vs.get_feature_names_out()):
+            row = co.getrow(i)
+            if row.nnz:
+                dice = 2 * row.data / (cs[i] + ct[row.indices])
+                self.table[word] = target_words[row.indices[dice.argmax()]]
+
+    def __call__(self, sentence: str) -> str:
+        words = WORD.findall(sentence)
+        out = [self.table.get(w.lower(), w) if w.isalnum() or w[0].isalnum() else w for w in words]
+        return re.sub(r" ([,.;:!?)])", r"\1", " ".join(out))
+
+
+def decode_all(
+    module, tokenizer, pairs: Sequence[Pair], decode: DecodeConfig, beam_size: int, max_len: int, long_pairs
+):
+    """Hypothesis strings in the order of `pairs`, decoded in batches of similar source length."""
+    specials = special_token_ids(tokenizer)
+    encoded = encode_pairs(tokenizer, pairs, specials.eos, max_len, long_pairs, "test").pairs
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].source))
+    out: list[list[int]] = [[] for _ in encoded]
+    model = module.model
+    for start in range(0, len(order), decode.batch_size):
+        rows = order[start : start + decode.batch_size]
+        S = max(len(encoded[i].source) for i in rows)
+        ids = torch.full((len(rows), S), specials.pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), S), dtype=torch.long)
+        for r, i in enumerate(rows):
+            ids[r, : len(encoded[i].source)] = torch.tensor(encoded[i].source)
+            mask[r, : len(encoded[i].source)] = 1
+        hyps = translate_batch(
+            model,
+            ids,
+            mask,
+            bos=specials.eos,
+            eos=specials.eos,
+            pad=specials.pad,
+            beam_size=beam_size,
+            alpha=decode.length_penalty,
+            max_len_a=decode.max_len_a,
+            max_len_b=decode.max_len_b,
+        )
+        for i, hyp in zip(rows, hyps):
+            out[i] = hyp
+    return [tokenizer.decode(ids).strip() for ids in out]
+
+
+def plot(rows: list[dict[str, float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.plot([r["beam_size"] for r in rows], [r["bleu"] for r in rows], marker="o")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([r["beam_size"] for r in rows], [str(int(r["beam_size"])) for r in rows])
+    ax.set_xlabel("beam size")
+    ax.set_ylabel("BLEU (test books)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def samples_md(pairs: Sequence[Pair], hyps: Sequence[str], n: int, langs: tuple[str, str]) -> str:
+    step = max(len(pairs) // n, 1)  # spread over the test books, not the first chapter only
+    lines = ["# Sample translations (test books)", ""]
+    for i in list(range(0, len(pairs), step))[:n]:
+        p = pairs[i]
+        lines += [
+            f"**{p.id}**",
+            "",
+            f"- source ({langs[0]}): {p.source}",
+            f"- reference ({langs[1]}): {p.target}",
+            f"- hypothesis: {hyps[i]}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def run(cfg: Any) -> StageResult:
+    pairs_cfg, translate = pairs_config(cfg.pairs), translate_config(cfg.translate)
+    tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
+    model_path = Path(translate.out_dir) / "model.ckpt"
+    module = load_module(model_path)
+    if module.model_config.vocab_size != tokenizer.get_vocab_size():
+        raise DataError(
+            f"{model_path}: vocabulary of {module.model_config.vocab_size}, expected the tokenizer's "
+            f"{tokenizer.get_vocab_size()} (rerun translate_train)"
+        )
+    test = read_split(pairs_cfg.out_dir, "test")
+    if translate.test_examples is not None:
+        test = test[: translate.test_examples]
+    refs = [p.target for p in test]
+    max_len = module.model_config.max_seq_len
+    beams = sorted(set(translate.beam_sizes) | {translate.decode.beam_size})
+    by_beam, hyps_by_beam = [], {}
+    for beam in beams:
+        start = time.perf_counter()
+        hyps = decode_all(module, tokenizer, test, translate.decode, beam, max_len, translate.long_pairs)
+        seconds = time.perf_counter() - start
+        hyps_by_beam[beam] = hyps
+        s = score(hyps, refs)
+        by_beam.append({"beam_size": beam, "bleu": s["bleu"], "chrf": s["chrf"], "seconds": seconds})
+    main = score(hyps_by_beam[translate.decode.beam_size], refs)
+    dictionary = Dictionary(read_split(pairs_cfg.out_dir, "train"))
+    copy = score([p.source for p in test], refs)
+    word = score([dictionary(p.source) for p in test], refs)
+    timing = next(r for r in by_beam if r["beam_size"] == translate.decode.beam_size)
+    metrics = {
+        "bleu": main["bleu"],
+        "chrf": main["chrf"],
+        "beam_size": translate.decode.beam_size,
+        "length_penalty": translate.decode.length_penalty,
+        "baseline_copy_bleu": copy["bleu"],
+        "baseline_copy_chrf": copy["chrf"],
+        "baseline_dictionary_bleu": word["bleu"],
+        "baseline_dictionary_chrf": word["chrf"],
+        "test_sentences": len(test),
+        "decode_seconds": timing["seconds"],
+        "sentences_per_second": len(test) / timing["seconds"],
+        **{f"bleu_beam{int(r['beam_size'])}": r["bleu"] for r in by_beam},
+    }
+    reports = Path(translate.reports_dir)
+    table = [
+        f"# Translation {pairs_cfg.source_lang} -> {pairs_cfg.target_lang}: {len(test)} test verses from unseen books",
+        "",
+        "| system | BLEU | chrF |",
+        "|---|---|---|",
+        f"| Transformer, beam {translate.decode.beam_size}, alpha {translate.decode.length_penalty} | "
+        f"{main['bleu']:.2f} | {main['chrf']:.2f} |",
+        *[
+            f"| Transformer, beam {r['beam_size']} | {r['bleu']:.2f} | {r['chrf']:.2f} |"
+            for r in by_beam
+            if r["beam_size"] != translate.decode.beam_size
+        ],
+        f"| baseline: copy the source | {copy['bleu']:.2f} | {copy['chrf']:.2f} |",
+        f"| baseline: word-by-word dictionary (Dice) | {word['bleu']:.2f} | {word['chrf']:.2f} |",
+        "",
+        f"- BLEU signature: `{main['bleu_signature']}`",
+        f"- chrF signature: `{main['chrf_signature']}`",
+        f"- Beam {translate.decode.beam_size}: {main['bleu_detail']}",
+        f"- Decoding: {timing['seconds']:.1f} s for {len(test)} sentences (beam {translate.decode.beam_size}, batches of {translate.decode.batch_size}, KV cache).",
+    ]
+    write_text(reports / "bleu.md", "\n".join(table) + "\n")
+    langs = (pairs_cfg.source_lang, pairs_cfg.target_lang)
+    write_text(
+        reports / "samples.md",
+        samples_md(test, hyps_by_beam[translate.decode.beam_size], translate.samples, langs),
+    )
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["beam_size", "bleu", "chrf", "seconds"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(by_beam)
+    write_text(reports / "bleu_by_beam.csv", buffer.getvalue())
+    plot(by_beam, reports / "bleu_by_beam.png")
+    write_json(reports / "eval.json", metrics)
+    names = ("eval.json", "bleu.md", "samples.md", "bleu_by_beam.csv", "bleu_by_beam.png")
+    return StageResult({k: float(v) for k, v in metrics.items()}, [str(reports / n) for n in names])

@@ -1,0 +1,193 @@
+"""The `translate_train` stage: the 2017 encoder-decoder trained on the parallel pairs.
+
+The recipe of Vaswani et al. (2017), as configuration: the `model` group (transformer_tiny: Post-LN,
+sinusoidal positions, embeddings scaled by sqrt(d_model) and one matrix for encoder input, decoder
+input and output projection), the `optim` group (Adam 0.9/0.98/1e-9 with the Noam schedule), label
+smoothing and token-count batches from `translate`. The network and its training step are the
+pretrain stage's (`PretrainModule` with the sequence-to-sequence cross entropy), so validation loss,
+curves and checkpoints mean the same as there.
+
+`translate.warmup=false` replaces the Noam schedule by a constant rate equal to its peak,
+lr * d_model^-0.5 * warmup^-0.5 (the warmup experiment). `translate.average_last=k` averages the
+weights of the last k snapshots taken every `checkpoint_every` steps (the paper averages 5).
+
+Outputs: {out_dir}/model.ckpt (the final or averaged weights + hyperparameters, what evaluation
+reads); {reports_dir}/{train_loss,val_loss}.csv and
+metrics.json. A run starts afresh each time (an interrupted run is rerun whole).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from omegaconf import OmegaConf
+
+from lmforge.config import Family, load_model_config
+from lmforge.errors import ConfigError
+from lmforge.io import atomic_path, write_json
+from lmforge.model import count_parameters
+from lmforge.stage import StageResult
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.tracking import active_run
+from lmforge.training.callbacks import CurveWriter
+from lmforge.training.config import OptimConfig, optim_config, trainer_config
+from lmforge.training.module import PretrainModule
+from lmforge.training.pretrain import plain
+from lmforge.translate.batches import encode_pairs, loader
+from lmforge.translate.config import TranslateConfig, pairs_config, tokenizer_file, translate_config
+from lmforge.translate.pairs import read_split
+
+
+def noam_peak(optim: OptimConfig, d_model: int) -> float:
+    """The Noam schedule's highest rate, reached at step `warmup_steps`."""
+    return optim.lr * d_model**-0.5 * optim.warmup_steps**-0.5
+
+
+def schedule(optim: OptimConfig, translate: TranslateConfig, d_model: int) -> OptimConfig:
+    """The configured optimiser, or without warmup a constant rate at the Noam peak."""
+    if optim.schedule != "noam":
+        raise ConfigError(
+            f"optim.schedule: got {optim.schedule!r}, expected noam (optim=noam) for translation"
+        )
+    if translate.warmup:
+        return optim
+    return dataclasses.replace(optim, lr=noam_peak(optim, d_model), schedule="constant", warmup_steps=0)
+
+
+def model_values(cfg: Any, vocab_size: int, pad: int) -> dict[str, Any]:
+    values = OmegaConf.to_container(cfg.model, resolve=True)
+    values.update(vocab_size=vocab_size, pad_token_id=pad)
+    config = load_model_config(values)
+    if config.family is not Family.encoder_decoder:
+        raise ConfigError(
+            f"model.family: got {config.family.value}, expected encoder_decoder for translation"
+        )
+    return config.to_dict()
+
+
+class LastWeights(L.Callback):
+    """Copies of the weights every `every` steps and at the end; the last `k` are averaged."""
+
+    def __init__(self, k: int, every: int) -> None:
+        self.k, self.every = k, every
+        self.snapshots: deque[tuple[int, dict[str, torch.Tensor]]] = deque(maxlen=k)
+
+    def _take(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        step = trainer.global_step
+        if not self.snapshots or self.snapshots[-1][0] != step:
+            self.snapshots.append((step, {k: v.detach().clone() for k, v in module.state_dict().items()}))
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        if trainer.global_step % self.every == 0:
+            self._take(trainer, module)
+
+    def on_train_end(self, trainer, module) -> None:
+        self._take(trainer, module)
+
+    def averaged(self) -> tuple[dict[str, torch.Tensor], list[int]]:
+        steps = [step for step, _ in self.snapshots]
+        states = [state for _, state in self.snapshots]
+        average = {
+            key: (sum(s[key].double() for s in states) / len(states)).to(states[0][key].dtype)
+            if states[0][key].is_floating_point()
+            else states[-1][key]
+            for key in states[0]
+        }
+        return average, steps
+
+
+def save_model(path: Path, module: PretrainModule, state: dict[str, torch.Tensor], steps: list[int]) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(
+            {"state_dict": state, "hyper_parameters": dict(module.hparams), "averaged_steps": steps}, tmp
+        )
+
+
+def run(cfg: Any) -> StageResult:
+    pairs, translate = pairs_config(cfg.pairs), translate_config(cfg.translate)
+    trainer_cfg, optim = trainer_config(cfg.trainer), optim_config(cfg.optim)
+    tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
+    specials = special_token_ids(tokenizer)
+    model = model_values(cfg, tokenizer.get_vocab_size(), specials.pad)
+    optim = schedule(optim, translate, model["d_model"])
+    if (
+        translate.average_last > 1
+        and translate.checkpoint_every * translate.average_last > trainer_cfg.max_steps
+    ):
+        raise ConfigError(
+            f"translate.average_last={translate.average_last} snapshots every {translate.checkpoint_every} steps "
+            f"span more than trainer.max_steps={trainer_cfg.max_steps}; expected fewer or closer snapshots"
+        )
+    splits = {}
+    for split in ("train", "val"):
+        splits[split] = encode_pairs(
+            tokenizer,
+            read_split(pairs.out_dir, split),
+            specials.eos,
+            model["max_seq_len"],
+            translate.long_pairs,
+            split,
+        )
+
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    module = PretrainModule(
+        model,
+        {"name": "translation", "kind": "span_corruption", "label_smoothing": translate.label_smoothing},
+        plain(optim),
+        max_steps=trainer_cfg.max_steps,
+    )
+    out_dir, reports = Path(translate.out_dir), Path(translate.reports_dir)
+    curves = CurveWriter(str(reports), every_n_steps=trainer_cfg.log_every_n_steps)
+    last = LastWeights(translate.average_last, translate.checkpoint_every)
+    loggers, callbacks = [], [curves, last]
+    if (tracking := active_run()) is not None:  # curves and the learning rate per step go to MLflow too
+        from lightning.pytorch.callbacks import LearningRateMonitor
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        run_id, uri = tracking
+        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
+        callbacks.append(LearningRateMonitor("step"))
+    kwargs = dataclasses.asdict(trainer_cfg)
+    kwargs.pop("name")
+    trainer = L.Trainer(
+        logger=loggers or False,
+        callbacks=callbacks,
+        default_root_dir=str(out_dir),
+        enable_checkpointing=False,  # model.ckpt is written below, from the final or averaged weights
+        use_distributed_sampler=False,  # TokenBatches makes the batches
+        **kwargs,
+    )
+    bos = specials.eos  # <|endoftext|> starts the decoder and ends every sentence
+    train_loader = loader(
+        splits["train"].pairs, translate.max_tokens, specials.pad, bos, cfg.seed, shuffle=True
+    )
+    val_loader = loader(splits["val"].pairs, translate.max_tokens, specials.pad, bos, cfg.seed, shuffle=False)
+    trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader)
+
+    state, steps = last.averaged()
+    save_model(out_dir / "model.ckpt", module, state, steps)
+    params = count_parameters(module.model)
+    final_val = curves.val[-1]["val_loss"] if curves.val else float("nan")
+    metrics = {
+        "final_val_loss": final_val,
+        "best_val_loss": min((row["val_loss"] for row in curves.val), default=float("nan")),
+        "steps": trainer.global_step,
+        "epochs": trainer.global_step / len(train_loader.batch_sampler),
+        "tokens_seen": curves.tokens,
+        "tokens_per_second": curves.tokens_per_second,
+        "wall_seconds": curves.wall_seconds,
+        "params_total": params["total"],
+        "params_non_embedding": params["non_embedding"],
+        "peak_lr": noam_peak(optim, model["d_model"]) if optim.schedule == "noam" else optim.lr,
+        "averaged_checkpoints": len(steps),
+        "train_pairs_truncated": splits["train"].truncated,
+        "val_pairs_truncated": splits["val"].truncated,
+    }
+    write_json(reports / "metrics.json", metrics)
+    artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
+    return StageResult(metrics, [str(out_dir / "model.ckpt"), *artifacts])

@@ -1,0 +1,113 @@
+"""The translation stages end to end on a local TSV (the alternative to the Debian packages), through
+the real composed config `conf/translate.yaml` with the smoke overlay; and their bad inputs from the
+command line: one line, exit 2, earlier outputs intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from lmforge.translate import evaluate, pairs, train, vocab
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "pairs.tsv"
+LOCAL = [
+    "experiment=smoke",
+    "logger=none",
+    "pairs=local",
+    "pairs.local.path=pairs.tsv",
+    "pairs.val_groups=[g0]",
+    "pairs.test_groups=[g1,g2]",
+    "translate.vocab_size=300",
+]
+
+
+def _config(*overrides: str):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="translate", overrides=[*LOCAL, *overrides])
+
+
+@pytest.fixture
+def local_pairs(tmp_path, monkeypatch) -> Path:
+    shutil.copy(FIXTURE, tmp_path / "pairs.tsv")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs):
+    cfg = _config("trainer.max_steps=40", "trainer.val_check_interval=20", "translate.average_last=2")
+    pairs.run(cfg)
+    card = (local_pairs / "reports/translate/data_card.md").read_text()
+    assert "g1 (20), g2 (20)" in card and "never seen in training" in card
+    vocab.run(cfg)
+    assert (local_pairs / "artifacts/translate/tokenizer/tokenizer.json").is_file()
+    result = train.run(cfg)
+    assert result.metrics["steps"] == 40 and result.metrics["averaged_checkpoints"] == 2
+    curve = (local_pairs / "reports/translate/main/val_loss.csv").read_text().splitlines()[1:]
+    assert len(curve) == 2 and float(curve[1].split(",")[1]) < float(curve[0].split(",")[1])  # it learns
+    out = evaluate.run(cfg)
+    report = json.loads((local_pairs / "reports/translate/main/eval.json").read_text())
+    assert report["test_sentences"] == 40 and set(out.metrics) >= {"bleu", "chrf", "bleu_beam1", "bleu_beam2"}
+    assert report["baseline_dictionary_bleu"] > report["baseline_copy_bleu"]
+    assert (local_pairs / "reports/translate/main/bleu_by_beam.png").stat().st_size > 1000
+    samples = (local_pairs / "reports/translate/main/samples.md").read_text()
+    assert samples.count("- hypothesis:") == 5 and "reference (tgt)" in samples
+
+
+def _cli(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "pipelines" / script), *LOCAL, *overrides],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["translate.decode.beam_size=0"], "translate.decode.beam_size: got 0, expected an integer >= 1"),
+        (
+            ["translate.decode.length_penalty=-0.5"],
+            "translate.decode.length_penalty: got -0.5, expected a number >= 0",
+        ),
+    ],
+)
+def test_bad_decoding_settings_are_one_line_and_exit_2(local_pairs, overrides, message):
+    done = _cli("translate_eval.py", *overrides, cwd=local_pairs)
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {message}", done.stderr[-500:]
+
+
+def test_a_misaligned_pair_is_refused_and_the_earlier_outputs_stay(local_pairs):
+    assert _cli("translate_data.py", cwd=local_pairs).returncode == 0
+    before = {p: p.read_bytes() for p in (local_pairs / "data/translate").iterdir()}
+    with open(local_pairs / "pairs.tsv", "a", encoding="utf-8") as f:
+        f.write("A verse without its translation.\n")
+    done = _cli("translate_data.py", cwd=local_pairs)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: pairs.tsv:241: got 1 tab-separated columns, expected 2 (source, target) or 3 "
+        "(source, target, group): a misaligned pair"
+    )
+    assert {p: p.read_bytes() for p in (local_pairs / "data/translate").iterdir()} == before
+
+
+def test_a_source_longer_than_max_seq_len_is_refused_when_asked(local_pairs):
+    cfg = _config("model.max_seq_len=8", "translate.long_pairs=refuse")
+    pairs.run(cfg)
+    vocab.run(cfg)
+    with pytest.raises(
+        Exception,
+        match=r"train pair line\d+: \d+ source and \d+ target tokens with EOS, expected at most model.max_seq_len=8",
+    ):
+        train.run(cfg)
