@@ -104,7 +104,9 @@ def stages(experiment: str) -> dict[str, DvcStage]:
                 commands = s.cmd if isinstance(s.cmd, list) else [s.cmd]
                 wdir = Path(s.wdir).resolve().relative_to(Path(tmp).resolve())
                 deps = [(wdir / d.def_path).as_posix() if str(wdir) != "." else d.def_path for d in s.deps]
-                found[s.addressing] = DvcStage([shlex.split(c) for c in commands], deps)  # as dvc status names it
+                pipeline = Path(s.dvcfile.path).resolve().relative_to(Path(tmp).resolve()).as_posix()
+                name = s.name if pipeline == "dvc.yaml" else f"{pipeline}:{s.name}"  # as dvc status names it
+                found[name] = DvcStage([shlex.split(c) for c in commands], deps)
             return found
         finally:
             repo.close()
