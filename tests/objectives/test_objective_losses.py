@@ -182,3 +182,39 @@ def test_bad_label_smoothing_is_a_config_error():
             objective(label_smoothing=1.0)
     with pytest.raises(ConfigError, match="label_smoothing"):
         MaskedLMObjective(D, label_smoothing=-0.1)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("rows", [5, 64, 130])  # below, at and across the fused pass's chunk size
+def test_fused_cross_entropy_matches_autograd_cross_entropy(eps, rows):
+    g = torch.Generator().manual_seed(rows)
+    logits = (torch.randn(rows, 37, generator=g) * 3).requires_grad_()
+    targets = torch.randint(0, 37, (rows,), generator=g)
+    targets[::4] = IGNORE_INDEX
+    ref_logits = logits.detach().clone().requires_grad_()
+    counted = targets != IGNORE_INDEX
+    expected = torch.nn.functional.cross_entropy(ref_logits, targets, label_smoothing=eps)
+    expected.backward(torch.tensor(2.5))  # an upstream gradient other than 1 reaches the logits
+    result = token_cross_entropy(logits, targets, eps)
+    result.loss.backward(torch.tensor(2.5))
+    torch.testing.assert_close(result.loss, expected.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(logits.grad, ref_logits.grad, rtol=1e-5, atol=1e-7)
+    nll = torch.nn.functional.cross_entropy(logits.detach(), targets, reduction="sum")
+    torch.testing.assert_close(result.nll_sum, nll, rtol=1e-6, atol=1e-5)
+    assert torch.equal(result.predictions, logits.detach().argmax(-1))
+    assert int(result.n_correct) == int(((logits.argmax(-1) == targets) & counted).sum())
+
+
+def test_fused_cross_entropy_on_bf16_logits_and_without_grad():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(70, 50, generator=g).bfloat16().requires_grad_()
+    targets = torch.randint(0, 50, (70,), generator=g)
+    result = token_cross_entropy(logits, targets)
+    result.loss.backward()
+    expected = torch.nn.functional.cross_entropy(logits.detach().float(), targets)
+    torch.testing.assert_close(result.loss, expected, rtol=1e-6, atol=1e-6)
+    assert logits.grad.dtype == torch.bfloat16
+    with torch.no_grad():  # evaluation: no gradient is computed or kept
+        assert token_cross_entropy(logits, targets).loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    empty = token_cross_entropy(torch.zeros(3, 4, requires_grad=True), torch.full((3,), IGNORE_INDEX))
+    assert empty.loss.item() == 0.0 and int(empty.n_tokens) == 0

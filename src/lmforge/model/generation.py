@@ -79,42 +79,54 @@ def generate(
         if decoder_start_token_id is None:
             raise ConfigError("generate: decoder_start_token_id is required for an encoder_decoder model")
         memory = model.encode(input_ids, attention_mask).last_hidden_state
-        tokens = torch.full((B, 1), decoder_start_token_id, dtype=torch.long, device=device)
-        token_mask = None
+        start = torch.full((B, 1), decoder_start_token_id, dtype=torch.long, device=device)
+        tokens, token_mask = _buffers(start, None, max_new_tokens, pad_token_id)
         cache = (
             model.init_cache(B, 1 + max_new_tokens, memory.shape[1], device=device, dtype=memory.dtype)
             if use_cache
             else None
         )
 
-        def step(new_tokens: torch.Tensor) -> torch.Tensor:
-            ids = new_tokens if use_cache else tokens
+        def step(ids: torch.Tensor, _mask: torch.Tensor | None) -> torch.Tensor:
             return model(None, attention_mask, ids, memory=memory, cache=cache).logits[:, -1]
     else:
-        tokens = input_ids
-        token_mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
+        tokens, token_mask = _buffers(input_ids, attention_mask, max_new_tokens, pad_token_id)
         dtype = next(model.parameters()).dtype
         cache = (
-            model.init_cache(B, tokens.shape[1] + max_new_tokens, device=device, dtype=dtype)
+            model.init_cache(B, input_ids.shape[1] + max_new_tokens, device=device, dtype=dtype)
             if use_cache
             else None
         )
 
-        def step(new_tokens: torch.Tensor) -> torch.Tensor:
-            ids = new_tokens if use_cache else tokens
-            return model(ids, token_mask, cache=cache).logits[:, -1]
+        def step(ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+            return model(ids, mask, cache=cache).logits[:, -1]
 
+    # Tokens and mask live in buffers sized for the longest output: each step writes one column.
     finished = torch.zeros(B, dtype=torch.bool, device=device)
-    new_tokens = tokens
+    done, length = 0, tokens.shape[1] - max_new_tokens  # tokens[:, done:length] are not yet in the cache
     for _ in range(max_new_tokens):
-        next_token = sample_next(step(new_tokens), temperature, top_k, top_p, generator)
+        ids = tokens[:, done:length] if use_cache else tokens[:, :length]
+        logits = step(ids, None if token_mask is None else token_mask[:, :length])
+        next_token = sample_next(logits, temperature, top_k, top_p, generator)
         next_token = next_token.masked_fill(finished, pad_token_id)
         if eos_token_id is not None:
             finished |= next_token == eos_token_id
-        new_tokens = next_token[:, None]
-        tokens = torch.cat([tokens, new_tokens], dim=1)
-        if token_mask is not None:
-            token_mask = torch.cat([token_mask, torch.ones_like(new_tokens)], dim=1)
-        if finished.all():
+        tokens[:, length] = next_token
+        done, length = length, length + 1
+        if eos_token_id is not None and finished.all():
             break
-    return tokens
+    return tokens[:, :length]
+
+
+def _buffers(
+    prefix: torch.Tensor, prefix_mask: torch.Tensor | None, new: int, pad_token_id: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, T + new) token buffer starting with `prefix`, and its attention mask (None without one)."""
+    B, T = prefix.shape
+    tokens = prefix.new_full((B, T + new), pad_token_id)
+    tokens[:, :T] = prefix
+    if prefix_mask is None:
+        return tokens, None
+    mask = prefix_mask.new_ones((B, T + new))
+    mask[:, :T] = prefix_mask
+    return tokens, mask

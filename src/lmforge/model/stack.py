@@ -27,9 +27,19 @@ def positions_for(key_valid: torch.Tensor | None, past: int, length: int, device
     A pad gets the position of the last real token before it (0 for left padding before the first
     one); masks keep pads out of attention, so their positions only need to be valid indices.
     """
+    key_valid = _unless_all_valid(key_valid)
     if key_valid is None:
         return torch.arange(past + length, device=device)[None]
     return (key_valid.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def _unless_all_valid(valid: torch.Tensor | None) -> torch.Tensor | None:
+    """None when no position is padding, so no mask is built and SDPA takes its unmasked or causal
+    fast path (as HF does for all-ones masks). Kept under `torch.compile`, where the check would
+    split the graph."""
+    if valid is None or torch.compiler.is_compiling() or not bool(valid.all()):
+        return valid
+    return None
 
 
 @dataclass
@@ -80,6 +90,7 @@ class TransformerStack(nn.Module):
     ) -> StackOutput:
         T = x.shape[1]
         past = cache_length(cache)
+        key_valid, memory_valid = _unless_all_valid(key_valid), _unless_all_valid(memory_valid)
         if past + T > self.config.max_seq_len:
             raise ValueError(f"sequence of {past + T} tokens exceeds max_seq_len={self.config.max_seq_len}")
         q_pos, k_pos = positions[:, past:], positions
@@ -116,8 +127,11 @@ class TransformerStack(nn.Module):
         elif self.relative is not None:
             bias = self.relative(q_pos, k_pos)
         windowed = self.config.sliding_window is not None
-        if bias is None and key_valid is None and not windowed and past == 0:
-            return {False: None, True: None}, self.causal  # SDPA builds the causal mask itself
+        if bias is None and key_valid is None and not windowed:
+            if past == 0:
+                return {False: None, True: None}, self.causal  # SDPA builds the causal mask itself
+            if T == 1:
+                return {False: None, True: None}, False  # one new query after the cache sees every key
         device = k_pos.device
         q_idx = torch.arange(past, past + T, device=device)
         k_idx = torch.arange(past + T, device=device)

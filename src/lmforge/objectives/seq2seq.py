@@ -43,5 +43,6 @@ class SpanCorruptionObjective(nn.Module):
         if "content_mask" in batch:
             content = batch["content_mask"]  # (B, T_dec)
             stats["n_content"] = content.sum()
-            stats["n_content_correct"] = ((logits.detach().argmax(-1) == labels) & content).sum()
+            predictions = result.predictions.view_as(labels)  # (B, T_dec)
+            stats["n_content_correct"] = ((predictions == labels) & content).sum()
         return result.loss, stats
