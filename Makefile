@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -e ".[dev]" -c constraints.txt
 	touch $@
 
-.PHONY: install repro test test-fast
+.PHONY: install repro test test-fast bench
 install: $(VENV)/.installed
 
 repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning -> distillation
@@ -25,3 +25,6 @@ test: install  ## every test, the slow end-to-end ones included (what CI runs)
 
 test-fast: install  ## the unit tests only (about 1.5 minutes)
 	python -m pytest -q -m "not slow"
+
+bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~6 minutes)
+	python -m benchmarks

@@ -65,6 +65,16 @@ def test_bf16_mixed_precision_trains_on_cpu(in_workspace):
     assert torch.isfinite(torch.tensor(pretrain.run(cfg).metrics["best_val_loss"]))
 
 
+@pytest.mark.slow
+def test_compiled_model_trains_and_its_checkpoint_loads_plain(in_workspace):
+    cfg = stage_config(*FAMILIES["decoder"], *SHORT, "train.compile=true", "run_name=compiled")
+    result = pretrain.run(cfg)
+    assert torch.isfinite(torch.tensor(result.metrics["best_val_loss"]))
+    best = next(path for path in result.artifacts if path.endswith("best.ckpt"))
+    assert not any("_orig_mod" in key for key in torch.load(best, weights_only=True)["state_dict"])
+    load_module(best)  # rebuilds the plain model from the checkpoint
+
+
 @pytest.mark.parametrize(
     ("override", "needle"),
     [

@@ -68,6 +68,9 @@ class TrainConfig:
     # config, data and code (so `dvc repro` after an interrupted `dvc repro` continues), else afresh
     resume: Any = "auto"
     checkpoint_every: int = 50  # write last.ckpt every N optimizer steps (and at the end): at most N lost
+    # torch.compile the model in place (state-dict keys unchanged): a win on GPUs; on the 2-core CPU
+    # it measured slower than eager (benchmarks/train_step.py --compile) and costs ~30 s to compile
+    compile: bool = False
 
     def __post_init__(self) -> None:
         for key in ("batch_size", "seq_len", "checkpoint_every"):
@@ -77,6 +80,8 @@ class TrainConfig:
             raise ConfigError(f"train.num_workers: got {self.num_workers}, expected an integer >= 0")
         if self.resume not in (True, False, "auto"):
             raise ConfigError(f"train.resume: got {self.resume!r}, expected true, false or auto")
+        if not isinstance(self.compile, bool):
+            raise ConfigError(f"train.compile: got {self.compile!r}, expected true or false")
 
 
 PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")

@@ -193,6 +193,8 @@ def _fit(plan: Plan, checkpoint: Path | None, build: Callable[[], PretrainModule
         str(plan.encoded_dir), plan.objective, train, plan.specials, plan.vocab_size, seed=plan.seed
     )
     module = build()  # after seeding: its initial weights follow the seed
+    if train.compile:
+        module.model.compile()  # in place: checkpoints keep the plain model's parameter names
     if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)

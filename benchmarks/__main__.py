@@ -1,0 +1,73 @@
+"""Every benchmark in one process, one table: `python -m benchmarks` (a few minutes on 2 cores).
+
+    python -m benchmarks                    # all groups, writes reports/bench/<group>.json
+    python -m benchmarks --only train_step  # some groups
+    python -m benchmarks --quick            # fewer rounds: a smoke run, numbers not written
+    python -m benchmarks --compile          # train_step also runs ours under torch.compile
+
+Ours and the peer of each row run interleaved in the same process (the host drifts +-20% within
+minutes); the ratio is ours / peer, higher is better. MFU is the share of the fp32 matmul peak
+measured at the start of the run. `transformers` is needed here only (`pip install -e .[dev]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is imported
+
+from benchmarks import data_pipeline, generation, lightning_overhead, tokenizers_bench, train_step
+from benchmarks.common import Row, machine, matmul_peak, write_report
+
+GROUPS = {
+    "train_step": lambda quick, peak, compiled: train_step.run(quick, peak=peak, compiled=compiled),
+    "generation": lambda quick, peak, compiled: generation.run(quick),
+    "tokenizers": lambda quick, peak, compiled: tokenizers_bench.run(quick),
+    "lightning": lambda quick, peak, compiled: lightning_overhead.run(quick),
+    "data": lambda quick, peak, compiled: data_pipeline.run(quick),
+}
+
+
+def fmt(value: float | None, pattern: str) -> str:
+    return "" if value is None else format(value, pattern)
+
+
+def table(rows: list[Row]) -> str:
+    header = f"{'benchmark':34s} {'ours':>11s} {'peer':>11s} {'unit':9s} {'ratio':>6s} {'target':>6s} {'MFU':>9s}  peer"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        mfu = f"{row.mfu_ours:.0%}/{row.mfu_peer:.0%}" if row.mfu_ours is not None else ""
+        lines.append(
+            f"{row.group + ' ' + row.name:34s} {row.ours:11.1f} {row.peer:11.1f} {row.unit:9s} "
+            f"{row.ratio:6.2f} {fmt(row.target, '6.2f'):>6s} {mfu:>9s}  {row.peer_name}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=list(GROUPS), help="groups to run (default: all)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds; reports are not written")
+    parser.add_argument("--compile", action="store_true", help="train_step: also ours under torch.compile")
+    args = parser.parse_args()
+    info = machine()
+    peak = matmul_peak()
+    print(
+        f"{info['cpu']}, {info['threads']} threads, native bf16: {info['native_bf16']}, torch {info['torch']}"
+    )
+    print(f"fp32 matmul peak {peak / 1e9:.0f} GFLOP/s")
+    rows: list[Row] = []
+    for group in args.only or GROUPS:
+        start = time.perf_counter()
+        group_rows = GROUPS[group](args.quick, peak, args.compile)
+        print(f"{group}: {time.perf_counter() - start:.0f} s", flush=True)
+        if not args.quick:
+            write_report(group, group_rows, peak)
+        rows += group_rows
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
