@@ -1,7 +1,7 @@
 """Greedy generation with the KV cache against Hugging Face `generate`, same weights, same prompts.
 
-GPT-2 and LLaMA shapes of `train_step` (d_model 256, 4 layers, vocab 8192; 256 positions so that a
-16-token prompt plus 128 new tokens fit), batch 1 and 8, 128 new tokens, no early stop. Both sides
+GPT-2 and LLaMA models of `train_step` (d_model 256, 4 layers, vocab 8192) with 256 positions, so
+that a 16-token prompt plus 128 new tokens fit, batch 1 and 8, 128 new tokens, no early stop. Both sides
 decode greedily, so they must produce the same tokens; the row records whether they did. Ours is
 `lmforge.model.generation.generate` (temperature 0), the peer `model.generate(do_sample=False)`.
 A third measurement is ours without the cache (every step re-reads the whole sequence), the
@@ -18,37 +18,16 @@ import torch
 from torch import nn
 
 from benchmarks.common import Row, interleave, matmul_peak, median, write_report
+from benchmarks.train_step import hf_gpt2, hf_llama
 from lmforge.hf import load_pretrained
 from lmforge.model.generation import generate
 
-VOCAB, D, LAYERS, HEADS, FF, POSITIONS, PROMPT, NEW = 8192, 256, 4, 4, 1024, 256, 16, 128
-
-
-def hf_gpt2() -> nn.Module:
-    import transformers as t
-
-    config = t.GPT2Config(
-        vocab_size=VOCAB, n_positions=POSITIONS, n_embd=D, n_layer=LAYERS, n_head=HEADS, n_inner=FF,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu_new",
-        bos_token_id=1, eos_token_id=1, pad_token_id=0,
-    )  # fmt: skip
-    return t.GPT2LMHeadModel(config)
-
-
-def hf_llama() -> nn.Module:
-    import transformers as t
-
-    config = t.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-        num_key_value_heads=HEADS // 2, intermediate_size=FF, max_position_embeddings=POSITIONS,
-        tie_word_embeddings=False, bos_token_id=1, eos_token_id=1, pad_token_id=0,
-    )  # fmt: skip
-    return t.LlamaForCausalLM(config)
+VOCAB, POSITIONS, PROMPT, NEW = 8192, 256, 16, 128  # the models are train_step's, with 256 positions
 
 
 MODELS: dict[str, tuple[str, Callable[[], nn.Module]]] = {
-    "gpt2": ("HF GPT2LMHeadModel.generate", hf_gpt2),
-    "llama": ("HF LlamaForCausalLM.generate", hf_llama),
+    "gpt2": ("HF GPT2LMHeadModel.generate", lambda: hf_gpt2(POSITIONS)),
+    "llama": ("HF LlamaForCausalLM.generate", lambda: hf_llama(POSITIONS)),
 }
 TARGETS = {1: 1.5, 8: 2.0}
 

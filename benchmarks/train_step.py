@@ -74,12 +74,13 @@ def seq2seq_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
     }
 
 
-def hf_gpt2() -> nn.Module:
+def hf_gpt2(positions: int = SEQ) -> nn.Module:
     import transformers as t
 
     config = t.GPT2Config(
-        vocab_size=VOCAB, n_positions=SEQ, n_embd=D, n_layer=LAYERS, n_head=HEADS, n_inner=FF,
+        vocab_size=VOCAB, n_positions=positions, n_embd=D, n_layer=LAYERS, n_head=HEADS, n_inner=FF,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu_new",
+        bos_token_id=1, eos_token_id=1, pad_token_id=0,
     )  # fmt: skip
     return t.GPT2LMHeadModel(config)
 
@@ -95,13 +96,13 @@ def hf_bert() -> nn.Module:
     return t.BertForMaskedLM(config)
 
 
-def hf_llama() -> nn.Module:
+def hf_llama(positions: int = SEQ) -> nn.Module:
     import transformers as t
 
     config = t.LlamaConfig(
         vocab_size=VOCAB, hidden_size=D, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-        num_key_value_heads=HEADS // 2, intermediate_size=FF, max_position_embeddings=SEQ,
-        tie_word_embeddings=False,
+        num_key_value_heads=HEADS // 2, intermediate_size=FF, max_position_embeddings=positions,
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=1, pad_token_id=0,
     )  # fmt: skip
     return t.LlamaForCausalLM(config)
 
@@ -118,7 +119,7 @@ def hf_t5() -> nn.Module:
 
 
 CASES = [
-    Case("gpt2", "HF GPT2LMHeadModel", hf_gpt2, causal_batch, lambda m: CausalLMObjective(), 1.5),
+    Case("gpt2", "HF GPT2LMHeadModel", lambda: hf_gpt2(), causal_batch, lambda m: CausalLMObjective(), 1.5),
     Case(
         "bert-mlm",
         "HF BertForMaskedLM",
@@ -127,7 +128,9 @@ CASES = [
         lambda m: MaskedLMObjective(m.config.d_model),
         2.2,
     ),
-    Case("llama", "HF LlamaForCausalLM", hf_llama, causal_batch, lambda m: CausalLMObjective(), 1.3),
+    Case(
+        "llama", "HF LlamaForCausalLM", lambda: hf_llama(), causal_batch, lambda m: CausalLMObjective(), 1.3
+    ),
     Case(
         "t5",
         "HF T5ForConditionalGeneration",
