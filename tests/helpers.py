@@ -107,3 +107,29 @@ def run_with_interruptions(monkeypatch, run, cfg, stops, total_steps: int):
             monkeypatch.setattr(L.Trainer, "__init__", original)
         assert spy.first_step == starts_at and spy.batches == (at_step or total_steps) - starts_at
     return result
+
+
+# The scaling tests: the scaling primary config on the shared tiny workspace (its local corpus encoded
+# with a 600-token BPE), a grid of 2 tiny shapes x 3 budgets, no tracking unless a test adds it.
+SCALING_TINY = [
+    "experiment=smoke",
+    "logger=none",
+    "data=local",
+    "data.local.path=corpus",
+    "tokenizer=bpe",
+    "tokenizer.vocab_size=600",
+    "scaling.sizes=[1,2]",
+    "scaling.tokens=[512,1024,2048]",
+    "scaling.isoflop=[]",
+    "scaling.batch_size=4",
+    "scaling.seq_len=32",
+    "scaling.eval_tokens=1024",
+    "scaling.checkpoint_every=2",
+    "scaling.store=store",
+    "scaling.name=tiny",
+]
+
+
+def scaling_config(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="scaling", overrides=[*SCALING_TINY, *overrides])

@@ -47,6 +47,12 @@ ALL_STAGES = {
     "translate_tokenizer",
     "translate_train",
     "translate_eval",
+    "scaling_prepare",
+    "scaling_tokenizer",
+    "scaling_encode",
+    "scaling_sweep",
+    "scaling_fit",
+    "scaling_plots",
 }
 MULTIRUNS = {
     "finetune": ROWS,
@@ -107,6 +113,12 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     assert translated["baseline_dictionary_bleu"] > translated["baseline_copy_bleu"]
     assert "tok:13a" in (repo / "reports" / "translate" / "main" / "bleu.md").read_text()
     assert (repo / "reports" / "translate" / "main" / "samples.md").read_text().count("- hypothesis:") >= 1
+    scaling = repo / "reports" / "scaling" / "default"
+    cells = json.loads((scaling / "cells.json").read_text())["cells"]
+    fit = json.loads((scaling / "fit.json").read_text())
+    assert len(cells) >= 7 and fit["n_cells"] == len(cells) and fit["law"]["alpha"] >= 0
+    assert "| alpha |" in (scaling / "law.md").read_text()
+    assert len(list((scaling / "figures").glob("*.png"))) == 4
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
@@ -132,6 +144,9 @@ def test_smoke_pipeline_under_dvc(tmp_path):
 
     mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
     runs = mlflow.search_runs(experiment_names=["lmforge"])
+    children = runs[runs["tags.lmforge_cell"].notna()]  # one child run per scaling cell, none twice
+    assert len(children) == len(cells) == children["tags.lmforge_cell"].nunique()
+    runs = runs[runs["tags.lmforge_cell"].isna()]
     extra = sum(len(jobs) - 1 for jobs in MULTIRUNS.values())  # one MLflow run per job, not per stage
     # On the rerun the decoder's distillation runs (BPE data, unchanged) find their finished run of the
     # same config, data and code (train.resume=auto): they continue it and its MLflow run, no new run.

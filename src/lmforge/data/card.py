@@ -1,22 +1,51 @@
-"""Split statistics and the data card (`reports/data_card.md`) that documents a prepared corpus."""
+"""Split statistics and the data card (`reports/data_card.md`) that documents a prepared corpus.
+
+A corpus whose documents come from several sources (`Document.source`, e.g. data=mix) also gets its
+composition: documents per split, sentences, words, characters and share of words of each source.
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from lmforge.data.documents import SPLITS, Document
 
+SPLIT_STATS = ("documents", "sentences", "words", "bytes")  # per split, in reports/data.json
+
 
 def split_stats(documents: Sequence[Document]) -> dict[str, int]:
     """Counts of one split: documents, sentences, whitespace words and UTF-8 bytes of text."""
+    counts = _counts(documents)
+    return {key: counts[key] for key in SPLIT_STATS}
+
+
+def _counts(documents: Sequence[Document]) -> dict[str, int]:
+    """`SPLIT_STATS` of some documents and their characters (not bytes: they differ outside ASCII)."""
     sentences = [s for doc in documents for s in doc.sentences]
     return {
         "documents": len(documents),
         "sentences": len(sentences),
         "words": sum(len(s.split()) for s in sentences),
         "bytes": sum(len(s.encode("utf-8", "surrogatepass")) for s in sentences),
+        "chars": sum(len(s) for s in sentences),
     }
+
+
+def composition(splits: Mapping[str, Sequence[Document]]) -> dict[str, dict[str, dict[str, int]]]:
+    """{source: {split: counts}} (see `_counts`), sources in order of first appearance (train first)."""
+    groups: dict[str, dict[str, list[Document]]] = {}
+    for split in SPLITS:
+        for doc in splits[split]:
+            groups.setdefault(doc.source, {name: [] for name in SPLITS})[split].append(doc)
+    return {
+        source: {split: _counts(docs) for split, docs in parts.items()} for source, parts in groups.items()
+    }
+
+
+def _metric_name(source: str) -> str:
+    return re.sub(r"[^\w.-]", "_", source)  # MLflow metric names allow letters, digits, _ - . / and space
 
 
 DROPPED_KINDS = ("bom", "control", "surrogate")  # see lmforge.data.text.invisible_kind
@@ -28,10 +57,20 @@ def metrics(
     """Flat numbers for reports/data.json, `dvc metrics show` and MLflow."""
     out: dict[str, float] = {"documents_loaded": n_loaded, "duplicates_dropped": n_duplicates}
     out.update({f"chars_dropped_{kind}": int(dropped.get(kind, 0)) for kind in DROPPED_KINDS})
+    parts = composition(splits)
     for split in SPLITS:
-        for key, value in split_stats(splits[split]).items():
-            out[f"{split}_{key}"] = value
+        for key in SPLIT_STATS:
+            out[f"{split}_{key}"] = sum(part[split][key] for part in parts.values())
     out["documents_total"] = sum(out[f"{split}_documents"] for split in SPLITS)
+    if len(parts) > 1:
+        total_words = sum(out[f"{split}_words"] for split in SPLITS)
+        for source, part in parts.items():
+            name = f"source_{_metric_name(source)}"
+            for split in SPLITS:
+                out[f"{name}_{split}_documents"] = part[split]["documents"]
+            for key in ("sentences", "words", "chars"):
+                out[f"{name}_{key}"] = sum(part[split][key] for split in SPLITS)
+            out[f"{name}_word_share"] = round(out[f"{name}_words"] / max(total_words, 1), 6)
     return out
 
 
@@ -41,10 +80,13 @@ def render(
     numbers: Mapping[str, float],
     splits: Mapping[str, Sequence[Document]],
     settings: Mapping[str, object],
+    notes: Sequence[str] = (),
 ) -> str:
     """The data card as Markdown."""
     lines = [f"# Data card: {name}", "", "## Source", ""]
     lines += [f"- **{key}**: {value}" for key, value in provenance.items()]
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     lines += ["", "## Preparation", ""]
     lines += [f"- **{key}**: {value}" for key, value in settings.items()]
     lines += [
@@ -65,8 +107,32 @@ def render(
     for split in SPLITS:
         cells = [f"{int(numbers[f'{split}_{k}']):,}" for k in ("documents", "sentences", "words", "bytes")]
         lines.append(f"| {split} | " + " | ".join(cells) + " |")
+    lines += _composition_table(splits, numbers)
     genres = Counter(doc.meta.get("genre") for docs in splits.values() for doc in docs)
     if genres and None not in genres:
         lines += ["", "## Genres (all splits)", "", "| genre | documents |", "|---|---:|"]
         lines += [f"| {genre} | {count} |" for genre, count in sorted(genres.items())]
     return "\n".join(lines) + "\n"
+
+
+def _composition_table(splits: Mapping[str, Sequence[Document]], numbers: Mapping[str, float]) -> list[str]:
+    """Markdown lines of the per-source table (numbers from `metrics`); none for a single source."""
+    sources = list(dict.fromkeys(doc.source for split in SPLITS for doc in splits[split]))
+    if len(sources) < 2:
+        return []
+    lines = [
+        "",
+        "## Composition (by source, all splits)",
+        "",
+        "| source | train documents | val documents | test documents | sentences | words | characters "
+        "| share of words |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for source in sources:
+        name = f"source_{_metric_name(source)}"
+        keys = [f"{name}_{split}_documents" for split in SPLITS] + [
+            f"{name}_{k}" for k in ("sentences", "words", "chars")
+        ]
+        cells = [f"{int(numbers[key]):,}" for key in keys] + [f"{100 * numbers[f'{name}_word_share']:.1f}%"]
+        lines.append(f"| {source} | " + " | ".join(cells) + " |")
+    return lines

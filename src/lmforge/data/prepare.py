@@ -3,7 +3,8 @@
 Outputs (all written atomically, and only after the whole corpus was read and split, so a failed
 run leaves the previous outputs intact):
     {prepared_dir}/{train,val,test}.jsonl   one document per line (see `lmforge.data.documents`)
-    {reports_dir}/data_card.md              sources, licence, versions, hashes, counts
+    {reports_dir}/data_card.md              sources, licence, versions, hashes, counts (per source
+                                            too when there are several: data=mix)
     {reports_dir}/data.json                 the numbers, for `dvc metrics show`
 """
 
@@ -25,7 +26,7 @@ from lmforge.stage import StageResult
 def run(cfg: Any) -> StageResult:
     """Run the stage for a full Hydra config (uses only its `data` group)."""
     data = data_config(cfg)
-    documents, provenance, dropped = load_documents(data)
+    documents, provenance, dropped, notes = load_documents(data)
     if not documents:
         raise DataError(f"data.source={data.source.value} yielded no documents; expected at least 3")
     unique, n_duplicates = deduplicate(documents)
@@ -43,7 +44,7 @@ def run(cfg: Any) -> StageResult:
         "seed": data.seed,
         "max_documents": data.max_documents,
     }
-    write_text(reports / "data_card.md", card.render(data.name, provenance, numbers, splits, settings))
+    write_text(reports / "data_card.md", card.render(data.name, provenance, numbers, splits, settings, notes))
     write_json(reports / "data.json", numbers)
     artifacts += [str(reports / "data_card.md"), str(reports / "data.json")]
     return StageResult(numbers, artifacts)

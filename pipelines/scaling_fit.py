@@ -1,0 +1,25 @@
+"""DVC stage `scaling_fit`: the sweep's table -> L(N, D) = E + A/N^alpha + B/D^beta with bootstrap
+intervals and held-out error, the IsoFLOP optima and exponents, and the table beside published laws.
+
+python pipelines/scaling_fit.py                      # reports/scaling/default/{fit.json,law.md}
+python pipelines/scaling_fit.py scaling.fit.params=total scaling.fit.n_boot=1000
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from lmforge.scaling.analysis import run
+from lmforge.scaling.config import scaling_config
+from lmforge.stage import Stage
+from lmforge.tracking import execute
+
+STAGE = Stage("scaling_fit", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
+
+
+@hydra.main(config_path="../conf", config_name="scaling", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    execute(STAGE, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Scaling-law sweeps: the grid, the cells, the fits and the plots."""

@@ -1,0 +1,149 @@
+"""Train one cell of a sweep and measure it on the fixed held-out set.
+
+The training is the pretrain stage's: `PretrainModule` (plain model + objective + AdamW with linear
+warmup and a cosine that ends at the cell's last step) on `PretrainDataModule`, under Lightning with
+the `trainer` group's accelerator, devices, strategy and precision. What differs: no validation
+during training (a cell is measured once, at its end, as Chinchilla's fits use final losses), and
+the measurement is the per-token loss on a fixed held-out set, the first `eval_tokens` of the
+validation split visited in order, the same for every cell of every sweep on that data.
+
+A cell writes into its own folder of the store, `<store>/<key>/`: last.ckpt every
+`checkpoint_every` steps while it trains (a killed cell continues from it: the checkpoint restores
+step, optimizer, schedule, data position and RNG, so the result equals an uninterrupted run's), then
+result.json, written atomically, after which the checkpoint is deleted. The key addresses the cell's
+whole configuration, data and code, so a checkpoint found there always belongs to the same cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import lightning as L
+import torch
+
+from lmforge.io import write_json
+from lmforge.objectives.summary import SplitSums, summarise
+from lmforge.scaling.config import ScalingConfig
+from lmforge.scaling.grid import Cell
+from lmforge.tokenizer.specials import SpecialTokens
+from lmforge.training.callbacks import CurveWriter, RandomState
+from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
+from lmforge.training.config import ObjectiveConfig, OptimConfig, TrainConfig, TrainerConfig
+from lmforge.training.datamodule import PretrainDataModule
+from lmforge.training.module import PretrainModule
+from lmforge.training.pretrain import RESUME_STATE, plain
+
+
+class Setting(NamedTuple):
+    """What every cell of a sweep shares."""
+
+    scaling: ScalingConfig
+    objective: ObjectiveConfig
+    optim: OptimConfig
+    trainer: TrainerConfig
+    specials: SpecialTokens
+    vocab_size: int
+    encoded_dir: Path
+    seed: int
+
+
+def warmup_steps(cell: Cell, setting: Setting) -> int:
+    return (
+        max(1, round(setting.scaling.warmup_fraction * cell.steps)) if setting.scaling.warmup_fraction else 0
+    )
+
+
+def datamodule(setting: Setting, out_dir: Path) -> PretrainDataModule:
+    s = setting.scaling
+    train = TrainConfig(
+        batch_size=s.batch_size,
+        seq_len=s.seq_len,
+        out_dir=str(out_dir),
+        reports_dir=str(out_dir),
+        checkpoint_every=s.checkpoint_every,
+    )
+    return PretrainDataModule(
+        str(setting.encoded_dir), setting.objective, train, setting.specials, setting.vocab_size, setting.seed
+    )
+
+
+def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: str | None) -> dict[str, Any]:
+    """Train `cell` (continuing `folder/last.ckpt` if a killed run left one); its result row."""
+    started = time.perf_counter()
+    L.seed_everything(setting.seed, workers=True, verbose=False)
+    data = datamodule(setting, folder)
+    optim = dataclasses.replace(setting.optim, warmup_steps=warmup_steps(cell, setting))
+    module = PretrainModule(cell.model, plain(setting.objective), plain(optim), max_steps=cell.steps)
+    last = folder / "last.ckpt"
+    checkpoint = last if last.is_file() else None
+    if checkpoint is not None:
+        check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
+    curves = CurveWriter(str(folder), every_n_steps=max(1, setting.trainer.log_every_n_steps))
+    loggers = []
+    if run_id is not None:
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
+    t = setting.trainer
+    trainer = L.Trainer(
+        logger=loggers or False,
+        callbacks=[
+            curves,
+            RandomState(),
+            Checkpoints(folder, every_n_steps=setting.scaling.checkpoint_every),
+        ],
+        accelerator=t.accelerator,
+        devices=t.devices,
+        num_nodes=t.num_nodes,
+        strategy=t.strategy,
+        precision=t.precision,
+        gradient_clip_val=t.gradient_clip_val,
+        accumulate_grad_batches=1,
+        max_steps=cell.steps,
+        limit_val_batches=0,  # measured once, at the end, on the fixed held-out set
+        num_sanity_val_steps=0,
+        log_every_n_steps=t.log_every_n_steps,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(folder),
+        use_distributed_sampler=False,
+    )
+    trainer.fit(module, datamodule=data, ckpt_path=str(checkpoint) if checkpoint else None, weights_only=True)
+    measured = evaluate(module, data, setting.scaling)
+    return {
+        **cell.describe(),
+        "val_loss": measured["loss"],
+        "val_accuracy": measured["accuracy"],
+        "eval_tokens": int(measured["n_tokens"]),
+        "train_tokens_seen": curves.tokens,
+        "tokens_per_second": curves.tokens_per_second,
+        "wall_seconds": curves.wall_seconds,
+        "session_seconds": time.perf_counter() - started,
+        "resumed": checkpoint is not None,
+    }
+
+
+@torch.no_grad()
+def evaluate(module: PretrainModule, data: PretrainDataModule, cfg: ScalingConfig) -> dict[str, float]:
+    """Per-token loss of `module` on the first `eval_tokens` tokens of the validation split."""
+    dataset = data.dataset("val")
+    n = min(len(dataset), max(1, cfg.eval_tokens // cfg.seq_len))
+    device = next(module.parameters()).device
+    was_training = module.training
+    module.eval()
+    sums = SplitSums()
+    for start in range(0, n, cfg.eval_batch_size):
+        batch = data.collate([dataset[i] for i in range(start, min(n, start + cfg.eval_batch_size))])
+        _, stats = module({k: v.to(device) for k, v in batch.items()})
+        sums.update(stats)
+    module.train(was_training)
+    return summarise(sums.as_dict())
+
+
+def save_result(folder: Path, result: dict[str, Any]) -> None:
+    write_json(folder / "result.json", result)
+    for name in ("last.ckpt", "train_loss.csv", "val_loss.csv"):
+        (folder / name).unlink(missing_ok=True)

