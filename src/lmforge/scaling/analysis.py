@@ -77,8 +77,19 @@ def arrays(rows: list[dict[str, Any]], params: str) -> dict[str, np.ndarray]:
     }
 
 
-def constraint(estimate: float, lo: float, hi: float) -> str:
-    """How well the data pin a parameter: the interval's width relative to the estimate."""
+# The fit's bounds (law.py): E, A, B > 0 in log space, 0 <= alpha, beta <= 3.
+AT_BOUND = {"E": lambda v: v < 1e-6, "alpha": lambda v: v <= 1e-6 or v >= 3 - 1e-6}
+AT_BOUND["beta"] = AT_BOUND["alpha"]
+
+
+def constraint(name: str, estimate: float, lo: float, hi: float) -> str:
+    """How well the data pin a parameter: at a bound of the fit, or the interval's width relative to
+    the estimate."""
+    hits = AT_BOUND.get(name, lambda v: False)
+    if hits(estimate):
+        return "at the fit's bound: not identified by these cells"
+    if hits(lo) or hits(hi):
+        return "poorly constrained (the interval reaches the fit's bound)"
     width = (hi - lo) / abs(estimate) if estimate else math.inf
     if width < 0.25:
         return "well constrained"
@@ -108,7 +119,7 @@ def fit_sweep(rows: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
         "n_cells": len(rows),
         "law": point,
         "law_ci": intervals,
-        "constraint": {k: constraint(point[k], *intervals[k]) for k in PARAMS},
+        "constraint": {k: constraint(k, point[k], *intervals[k]) for k in PARAMS},
         "correlation_log": {
             f"{PARAMS[i]}~{PARAMS[j]}": float(correlations[i, j]) for i in range(5) for j in range(i + 1, 5)
         },
