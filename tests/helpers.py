@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from pathlib import Path
 
 import lightning as L
+import pytest
 from hydra import compose, initialize_config_dir
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
@@ -133,3 +135,23 @@ SCALING_TINY = [
 def scaling_config(*overrides: str):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="scaling", overrides=[*SCALING_TINY, *overrides])
+
+
+def entry_stage(script: str):
+    """The `STAGE` of pipelines/<script>.py, loaded as the entry point loads it."""
+    path = CONF.parent / "pipelines" / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(f"entry_{script}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.STAGE
+
+
+def fails_in_one_line(capsys, stage, cfg) -> str:
+    """Run `stage` on `cfg` through `execute`: it must exit 2 with one `error: ` line on stderr."""
+    from lmforge.tracking import execute
+
+    with pytest.raises(SystemExit) as exit_info:
+        execute(stage, cfg)
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and err.startswith("error: ") and "\n" not in err, err
+    return err

@@ -4,26 +4,16 @@ line, exit 2, with the sweep's table left as it was."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from helpers import scaling_config
+from helpers import entry_stage, fails_in_one_line, scaling_config
 from lmforge.scaling import law
 from lmforge.tracking import execute
 
-ROOT = Path(__file__).resolve().parents[2]
 TRUE = law.Law(E=1.8, A=60.0, B=400.0, alpha=0.35, beta=0.3)
-
-
-def _entry(script: str):
-    spec = importlib.util.spec_from_file_location(f"entry_{script}", ROOT / "pipelines" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STAGE
 
 
 def _row(name: str, n: float, d: float, budget: float | None, loss: float) -> dict:
@@ -60,7 +50,7 @@ def test_fit_and_plots_recover_a_known_law_and_write_their_reports(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "reports/scaling/tiny", _table())
     cfg = scaling_config("scaling.fit.n_boot=50")
-    execute(_entry("scaling_fit"), cfg)
+    execute(entry_stage("scaling_fit"), cfg)
     reports = tmp_path / "reports/scaling/tiny"
     fit = json.loads((reports / "fit.json").read_text())
     assert abs(fit["law"]["alpha"] - TRUE.alpha) < 0.05 and abs(fit["law"]["beta"] - TRUE.beta) < 0.05
@@ -74,7 +64,7 @@ def test_fit_and_plots_recover_a_known_law_and_write_their_reports(tmp_path, mon
     assert metrics["law.alpha"] == fit["law"]["alpha"] and "isoflop.a_lo" in metrics
     text = (reports / "law.md").read_text()
     assert "| alpha |" in text and "Chinchilla" in text and "Kaplan" in text and "Epoch" in text
-    execute(_entry("scaling_plots"), cfg)
+    execute(entry_stage("scaling_plots"), cfg)
     for name in ("loss_vs_params", "loss_vs_compute", "isoflop", "residuals"):
         assert (reports / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -93,7 +83,8 @@ def test_compare_supports_a_real_difference_and_not_a_null_one(tmp_path, monkeyp
     _write(tmp_path / "reports/scaling/steep", other)
     for against, alpha_differs in (("same", False), ("steep", True)):
         execute(
-            _entry("scaling_compare"), scaling_config("scaling.fit.n_boot=40", f"scaling.against={against}")
+            entry_stage("scaling_compare"),
+            scaling_config("scaling.fit.n_boot=40", f"scaling.against={against}"),
         )
         out = json.loads((tmp_path / f"reports/scaling/compare-tiny-vs-{against}.json").read_text())
         alpha = next(r for r in out["rows"] if r["name"] == "alpha")
@@ -101,11 +92,7 @@ def test_compare_supports_a_real_difference_and_not_a_null_one(tmp_path, monkeyp
 
 
 def _fails(capsys, script: str, *overrides: str) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        execute(_entry(script), scaling_config(*overrides))
-    err = capsys.readouterr().err.strip()
-    assert exit_info.value.code == 2 and err.startswith("error: ") and "\n" not in err, err
-    return err
+    return fails_in_one_line(capsys, entry_stage(script), scaling_config(*overrides))
 
 
 def test_too_few_cells_and_a_fit_that_does_not_converge_are_one_line(tmp_path, monkeypatch, capsys):

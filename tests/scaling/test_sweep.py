@@ -5,7 +5,6 @@ launcher (local executor) fill the store for the full job; bad input is one line
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,17 +16,9 @@ from pathlib import Path
 import pytest
 
 from helpers import SCALING_TINY as TINY
-from helpers import scaling_config
-from lmforge.tracking import execute
+from helpers import entry_stage, fails_in_one_line, scaling_config
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _entry(script: str):
-    spec = importlib.util.spec_from_file_location(f"entry_{script}", ROOT / "pipelines" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STAGE
 
 
 def _sweep(workspace: Path, *args: str, uri: str | None = None) -> subprocess.Popen:
@@ -127,11 +118,7 @@ def test_shards_through_the_submitit_local_launcher_fill_the_store(workspace):
 
 
 def _fails(capsys, script: str, *overrides: str) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        execute(_entry(script), scaling_config(*overrides))
-    err = capsys.readouterr().err.strip()
-    assert exit_info.value.code == 2 and err.startswith("error: ") and "\n" not in err, err
-    return err
+    return fails_in_one_line(capsys, entry_stage(script), scaling_config(*overrides))
 
 
 @pytest.mark.parametrize(

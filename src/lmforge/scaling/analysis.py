@@ -215,7 +215,8 @@ def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
         out["isoflop.a_lo"], out["isoflop.a_hi"] = iso["a_ci"]
         out["isoflop.b_lo"], out["isoflop.b_hi"] = iso["b_ci"]
         for p in iso["tokens_per_parameter"]:
-            out[f"isoflop.tokens_per_param@{p['budget']:.0e}"] = p["value"]
+            budget = f"{p['budget']:.0e}".replace("+", "")  # MLflow names: letters, digits, _-. /
+            out[f"isoflop.tokens_per_param.C{budget}"] = p["value"]
     out["cells"] = fit["n_cells"]
     return out
 

@@ -16,20 +16,20 @@ from typing import Any
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import law
-from lmforge.scaling.analysis import arrays
+from lmforge.scaling.analysis import AT_BOUND, arrays
 from lmforge.scaling.config import scaling_config
 from lmforge.scaling.plots import read_json
 from lmforge.stage import StageResult
 
 
-def _boot(rows: list[dict[str, Any]], params: str, s) -> law.Bootstrap:
+def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstrap:
     x = arrays(rows, params)
     return law.bootstrap(
         x["N"],
         x["D"],
         x["L"],
         n_boot=s.fit.n_boot,
-        seed=s.fit.seed,
+        seed=seed,
         level=s.fit.level,
         delta=s.fit.huber_delta,
     )
@@ -55,6 +55,10 @@ def run(cfg: Any) -> StageResult:
     # independent resamplings: the second sweep's draws come from the next seed
     boots = [_boot(rows, s.fit.params.value, s, s.fit.seed + i) for i, rows in enumerate(tables)]
     rows = law.compare(*boots, level=s.fit.level)
+    for r in rows:  # a parameter on the fit's bound in either sweep is not identified: nothing to compare
+        hits = AT_BOUND.get(r["name"], lambda v: False)
+        r["at_bound"] = bool(hits(r["estimate_a"]) or hits(r["estimate_b"]))
+        r["supported"] = r["supported"] and not r["at_bound"]
     level = f"{100 * s.fit.level:.0f}%"
     lines = [
         f"# Scaling laws compared: `{names[0]}` vs `{names[1]}`",
@@ -71,7 +75,7 @@ def run(cfg: Any) -> StageResult:
             f"| {r['name']} | {r['estimate_a']:.3g} [{r['interval_a'][0]:.3g}, {r['interval_a'][1]:.3g}] | "
             f"{r['estimate_b']:.3g} [{r['interval_b'][0]:.3g}, {r['interval_b'][1]:.3g}] | "
             f"{r['difference']:+.3g} [{r['interval_difference'][0]:+.3g}, {r['interval_difference'][1]:+.3g}] | "
-            f"{'yes' if r['supported'] else 'no'} |"
+            f"{'yes' if r['supported'] else ('no (at the bound)' if r['at_bound'] else 'no')} |"
         )
     supported = [r["name"] for r in rows if r["supported"]]
     lines += [
