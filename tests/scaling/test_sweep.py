@@ -24,7 +24,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def _sweep(workspace: Path, *args: str, uri: str | None = None) -> subprocess.Popen:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     tracking = ["logger=mlflow", f"logger.tracking_uri={uri}"] if uri else []
-    command = [sys.executable, str(ROOT / "pipelines" / "scaling_sweep.py"), *TINY, *tracking, *args]
+    flags = [a for a in args if a.startswith("--")]  # Hydra's flags come before the overrides
+    overrides = [a for a in args if not a.startswith("--")]
+    command = [
+        sys.executable,
+        str(ROOT / "pipelines" / "scaling_sweep.py"),
+        *flags,
+        *TINY,
+        *tracking,
+        *overrides,
+    ]
     return subprocess.Popen(
         command, cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
