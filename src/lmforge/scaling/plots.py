@@ -19,6 +19,7 @@ import numpy as np
 from lmforge.errors import DataError
 from lmforge.io import atomic_path
 from lmforge.scaling.config import scaling_config
+from lmforge.scaling.law import Law
 from lmforge.stage import StageResult
 
 FIGURES = ("loss_vs_params.png", "loss_vs_compute.png", "isoflop.png", "residuals.png")
@@ -33,8 +34,12 @@ def read_json(path: Path, expected: str) -> dict[str, Any]:
         raise DataError(f"{path} is not valid JSON; expected {expected}") from None
 
 
+def as_law(values: dict[str, float]) -> Law:
+    return Law(**{k: values[k] for k in ("E", "A", "B", "alpha", "beta")})
+
+
 def law_predict(law: dict[str, float], n: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return law["E"] + law["A"] / n ** law["alpha"] + law["B"] / d ** law["beta"]
+    return as_law(law).predict(n, d)
 
 
 def run(cfg: Any) -> StageResult:
@@ -81,9 +86,7 @@ def run(cfg: Any) -> StageResult:
     points = ax.scatter(flops, loss, c=np.log10(n), cmap="viridis", s=18)
     fig.colorbar(points, ax=ax, label=f"log10 {label_n}")
     c = np.geomspace(flops.min() * 0.8, flops.max() * 1.25, 100)
-    g = (law["alpha"] * law["A"] / (law["beta"] * law["B"])) ** (1 / (law["alpha"] + law["beta"]))
-    a, b = law["beta"] / (law["alpha"] + law["beta"]), law["alpha"] / (law["alpha"] + law["beta"])
-    n_opt, d_opt = g * (c / 6) ** a, (c / 6) ** b / g
+    n_opt, d_opt = as_law(law).optimal(c)  # the law's allocation under C = 6ND
     ax.plot(
         c,
         law_predict(law, n_opt, d_opt),
