@@ -5,15 +5,18 @@ python pipelines/distill.py distill=scratch tokenizer=wordpiece run_name=encoder
 python pipelines/distill.py distill.layer_map=[0,3] distill.temperature=4 run_name=encoder-t4
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.distill.config import distill_config
-from lmforge.distill.stage import run, will_resume
+from lmforge.distill.stage import folders, run, will_resume
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import execute
-from lmforge.training.config import objective_config, optim_config, train_config, trainer_config
+from lmforge.tracking import cli
+from lmforge.training.config import (
+    objective_config,
+    optim_config,
+    schedule_fits_run,
+    train_config,
+    trainer_config,
+)
 
 STAGE = Stage(
     "distill",
@@ -30,13 +33,10 @@ STAGE = Stage(
     },
     instance_key="run_name",
     will_resume=will_resume,
+    checks=(schedule_fits_run,),
+    owns=folders,
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -3,12 +3,9 @@
 python pipelines/distill_summary.py
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.distill.summary import distill_summary_config, run
 from lmforge.stage import Stage, seed_value
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.training.config import train_config
 
 STAGE = Stage(
@@ -18,10 +15,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

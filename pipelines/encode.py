@@ -4,24 +4,16 @@ Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents
 (Named encode.py, not tokenize.py, which would shadow the standard library module.)
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.data.config import data_config
 from lmforge.data.encode import run
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 
 STAGE = Stage(
     "encode", run, reads={"data": data_config, "tokenizer": tokenizer_config}, instance_key="tokenizer.name"
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -3,14 +3,11 @@
 python pipelines/evaluate.py model=gpt_tiny objective=clm tokenizer=bpe run_name=decoder
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.evaluation.config import eval_config
 from lmforge.evaluation.evaluate import run
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.training.config import objective_config, train_config
 
 STAGE = Stage(
@@ -28,10 +25,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -11,14 +11,11 @@ python pipelines/finetune.py task=sentiment finetune.backbone=decoder finetune.t
 python pipelines/finetune.py --multirun row=encoder-sentiment,encoder-topic finetune.seeds=[0,1,2]
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.finetune.config import adapt_config, finetune_config
 from lmforge.finetune.stage import run
 from lmforge.stage import Stage, run_name_value
 from lmforge.tasks.config import task_config
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 
 STAGE = Stage(
     "finetune",
@@ -33,10 +30,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -4,21 +4,13 @@ Writes data/prepared/{train,val,test}.jsonl, reports/data_card.md and reports/da
 (paths from the `data` config group). Example: `python pipelines/prepare.py data=local data.local.path=corpus/`.
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.data.config import data_config
 from lmforge.data.prepare import run
 from lmforge.stage import Stage
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 
 STAGE = Stage("prepare", run, reads={"data": data_config})
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

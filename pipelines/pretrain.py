@@ -4,20 +4,18 @@ python pipelines/pretrain.py model=llama_tiny objective=clm tokenizer=bpe
 python pipelines/pretrain.py --multirun model=gpt_tiny,llama_tiny,mistral_tiny tokenizer=bpe
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.config import load_model_config
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.training.config import (
     objective_config,
     optim_config,
+    schedule_fits_run,
     train_config,
     trainer_config,
 )
-from lmforge.training.pretrain import run, will_resume
+from lmforge.training.pretrain import folders, run, will_resume
 
 STAGE = Stage(
     "pretrain",
@@ -34,13 +32,10 @@ STAGE = Stage(
     },
     instance_key="run_name",
     will_resume=will_resume,
+    checks=(schedule_fits_run,),
+    owns=folders,
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -5,21 +5,13 @@ python pipelines/scaling_fit.py                      # reports/scaling/default/{
 python pipelines/scaling_fit.py scaling.fit.params=total scaling.fit.n_boot=1000
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.scaling.analysis import run
 from lmforge.scaling.config import scaling_config
 from lmforge.stage import Stage
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 
 STAGE = Stage("scaling_fit", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
 
 
-@hydra.main(config_path="../conf", config_name="scaling", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "scaling")

@@ -5,15 +5,12 @@ python pipelines/scaling_sweep.py model.position=rope scaling.name=rope
 python pipelines/scaling_sweep.py --multirun hydra/launcher=submitit_local scaling.shards=2 scaling.shard=0,1
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.config import load_model_config
 from lmforge.scaling.config import scaling_config
 from lmforge.scaling.sweep import run, will_resume
 from lmforge.stage import Stage, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.training.config import objective_config, optim_config, trainer_config
 
 STAGE = Stage(
@@ -33,10 +30,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="scaling", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "scaling")

@@ -4,14 +4,11 @@ Writes artifacts/tokenizers/{name}/tokenizer.json and reports/tokenizer/{name}.j
 Example: `python pipelines/train_tokenizer.py tokenizer=bpe tokenizer.vocab_size=16384`.
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.data.config import data_config
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.train import run
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 
 STAGE = Stage(
     "tokenizer",
@@ -21,10 +18,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "config")

@@ -3,11 +3,8 @@
 python pipelines/translate_eval.py translate.decode.beam_size=8 translate.decode.length_penalty=1.0
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.stage import Stage, run_name_value
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.evaluate import run
 
@@ -23,10 +20,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="translate", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "translate")

@@ -5,12 +5,9 @@ python pipelines/translate_train.py model.norm_placement=pre model.final_norm=tr
 python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'     # the warmup experiment
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.config import load_model_config
 from lmforge.stage import Stage, run_name_value, seed_value
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.training.config import optim_config, trainer_config
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.train import run
@@ -31,10 +28,5 @@ STAGE = Stage(
 )
 
 
-@hydra.main(config_path="../conf", config_name="translate", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "translate")

@@ -8,20 +8,12 @@ python pipelines/translate_warmup.py
 or all three: dvc repro pipelines/experiments/dvc.yaml
 """
 
-import hydra
-from omegaconf import DictConfig
-
 from lmforge.stage import Stage
-from lmforge.tracking import execute
+from lmforge.tracking import cli
 from lmforge.translate.warmup import run, warmup_summary_config
 
 STAGE = Stage("translate_warmup", run, reads={"warmup_summary": warmup_summary_config})
 
 
-@hydra.main(config_path="../conf", config_name="translate", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    execute(STAGE, cfg)
-
-
 if __name__ == "__main__":
-    main()
+    cli(STAGE, __file__, "translate")

@@ -164,9 +164,10 @@ def import_closure(entry: Path) -> frozenset[Path]:
 
 @cache
 def config_name(entry: Path) -> str:
-    """The primary config an entry point composes (`@hydra.main(config_name=...)`): config or translate."""
-    found = re.search(r'config_name="(\w+)"', entry.read_text(encoding="utf-8"))
-    assert found, f"{rel(entry)}: no @hydra.main(config_name=...)"
+    """The primary config an entry point composes (`cli(STAGE, __file__, "<name>")`): config, translate, ..."""
+    found = re.search(r'cli\(STAGE, __file__, "(\w+)"\)', entry.read_text(encoding="utf-8"))
+    assert found, f'{rel(entry)}: no cli(STAGE, __file__, "<primary config>")'
+
     return found.group(1)
 
 

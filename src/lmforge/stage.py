@@ -39,6 +39,7 @@ def run_name_value(value: Any) -> str:
 
 
 Validator = Callable[[Any], Any]
+Check = Callable[[DictConfig], None]  # a rule across groups, on the validated view; raises ConfigError
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Stage:
     reads: Mapping[str, Validator]  # config group or top-level key -> its validator, called on its node
     instance_key: str | None = None  # dotted key whose value names the DVC instance, e.g. run_name
     will_resume: Callable[[DictConfig], bool] | None = None  # does this run continue an interrupted one?
+    checks: tuple[Check, ...] = ()  # rules across groups (the schedule fits the run), after each group's
+    owns: Callable[[DictConfig], list[str]] | None = None  # output folders this run takes for itself
 
     def resumes(self, view: DictConfig) -> bool:
         return bool(self.will_resume and self.will_resume(view))
@@ -75,7 +78,13 @@ class Stage:
             validate(picked[key])
         view = OmegaConf.create(picked)
         OmegaConf.set_struct(view, True)  # a read of an undeclared key raises instead of returning None
+        for check in self.checks:
+            check(view)
         return view
+
+    def folders(self, view: DictConfig) -> list[str]:
+        """The output folders a run of this stage writes alone; `execute` locks them before it logs."""
+        return self.owns(view) if self.owns else []
 
     def __call__(self, cfg: DictConfig) -> StageResult:
         return self.work(self.visible(cfg))

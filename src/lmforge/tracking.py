@@ -23,7 +23,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.errors import LmforgeError
+from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
 from lmforge.stage import Stage, StageResult
 
@@ -79,6 +79,61 @@ def is_rank_zero() -> bool:
     return rank == 0
 
 
+def cli(stage: Stage, entry_file: str, config_name: str = "config") -> None:
+    """What `pipelines/<stage>.py` runs: Hydra composes `conf/<config_name>.yaml` with the command line
+    (`--multirun` too) and each job calls `execute`. Hydra's own refusals (an unknown preset, row or
+    key, a malformed override) end in one line and exit 2, like every other bad input."""
+    import hydra
+    from hydra.errors import HydraException, MissingConfigException
+    from omegaconf.errors import OmegaConfBaseException
+
+    conf = Path(entry_file).resolve().parents[1] / "conf"
+
+    @hydra.main(config_path=str(conf), config_name=config_name, version_base="1.3")
+    def main(cfg: DictConfig) -> None:
+        execute(stage, cfg)
+
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors instead of printing them on many lines
+    try:
+        main()
+    except MissingConfigException as err:  # "Could not find 'model/foo'" + the options, one per line
+        wanted = getattr(err, "missing_cfg_file", None) or str(err).splitlines()[0]
+        group, _, name = str(wanted).rpartition("/")
+        options = [line.strip() for line in str(err).split("Available options", 1)[-1].splitlines()[1:]]
+        options = [o for o in options if o and "=" not in o and not o.startswith("Config search path")]
+        listed = (
+            f", expected one of {', '.join(options)}" if options else f", expected a file in conf/{group}/"
+        )
+        print(f"error: config: {group}={name}: no such preset{listed}", file=sys.stderr)
+        sys.exit(2)
+    except (HydraException, OmegaConfBaseException) as err:
+        cause = err.__cause__
+        detail = str(cause).splitlines()[0] if cause else ""
+        override = getattr(err, "override", None)  # a malformed override names itself
+        text = " ".join(part for part in (str(err).splitlines()[0], detail) if part)
+        text = f"{override}: {text}" if override else text
+        print(f"error: config: {text}; expected keys and presets that exist under conf/", file=sys.stderr)
+        sys.exit(2)
+
+
+def refuse_unread_additions(stage: Stage) -> None:
+    """A `+key=value` on the command line adds a key; one that the stage never reads would be ignored
+    in silence (a typo of a real key, a group of another stage), so it is refused in one line."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return
+    for override in HydraConfig.get().overrides.task:
+        if not override.startswith("+"):
+            continue
+        key = override.lstrip("+").split("=", 1)[0]
+        if key.split(".", 1)[0] not in stage.reads:
+            raise ConfigError(
+                f"config: {override}: stage {stage.name} never reads '{key}'; expected one of its groups "
+                f"({', '.join(stage.reads)}), set without '+'"
+            )
+
+
 def execute(stage: Stage, cfg: DictConfig) -> StageResult:
     """Run one stage; see the module docstring. Exits with status 2 on a LmforgeError."""
     try:
@@ -89,12 +144,16 @@ def execute(stage: Stage, cfg: DictConfig) -> StageResult:
 
 
 def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
+    refuse_unread_additions(stage)
     view = stage.visible(cfg)  # validated at the door: a bad value fails before any work
     label = stage.label(cfg)
     logger = cfg.get("logger") or {}
     if not is_rank_zero():
         return _report(stage.work(view))
-    with exclusive(LOCKS / f"{label}.lock", f"stage {label}"):
+    with contextlib.ExitStack() as locks:  # a refused run has touched nothing, MLflow included
+        locks.enter_context(exclusive(LOCKS / f"{label}.lock", f"stage {label}"))
+        for folder in map(Path, stage.folders(view)):
+            locks.enter_context(exclusive(folder.parent / f".{folder.name}.lock", f"output folder {folder}"))
         if not logger.get("enabled", False):
             return _report(stage.work(view))
         return _report(_tracked(stage, view, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
@@ -111,17 +170,41 @@ def _tracked(stage: Stage, view: DictConfig, cfg: DictConfig, label: str, uri: s
         "dvc_stage": label,
         "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
     }
+    if extends := OmegaConf.select(view, "train.extend_from"):  # a new run, linked to the one it extends
+        tags.update(extends=str(extends), extends_run_id=_run_of_folder(str(extends)))
+    # before a run is opened: a refused resume (train.resume=true over another config) raises here
     run_id = _settle_unfinished_runs(label, resume=stage.resumes(view))
-    with mlflow.start_run(run_id=run_id, run_name=None if run_id else label, tags=tags):
-        if run_id is None:
-            mlflow.log_params(flatten(OmegaConf.to_container(view, resolve=True)))
-            mlflow.log_text(OmegaConf.to_yaml(view, resolve=True), "config.yaml")
-        result = stage.work(view)
-        mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
-        for path in result.artifacts:
-            if Path(path).is_file():
-                mlflow.log_artifact(path, artifact_path=Path(path).parent.name)
+    status_before = mlflow.get_run(run_id).info.status if run_id else None
+    try:
+        with mlflow.start_run(run_id=run_id, run_name=None if run_id else label, tags=tags):
+            if run_id is None:
+                mlflow.log_params(flatten(OmegaConf.to_container(view, resolve=True)))
+                mlflow.log_text(OmegaConf.to_yaml(view, resolve=True), "config.yaml")
+            result = stage.work(view)
+            mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
+            for path in result.artifacts:
+                if Path(path).is_file():
+                    mlflow.log_artifact(path, artifact_path=Path(path).parent.name)
+    except LmforgeError:
+        if status_before == "FINISHED":  # a refused continuation changed nothing: the record stays finished
+            from mlflow.tracking import MlflowClient
+
+            MlflowClient().set_terminated(run_id, status="FINISHED")
+        raise
     return result
+
+
+def _run_of_folder(folder: str) -> str:
+    """The newest finished MLflow run whose `train.out_dir` is `folder`, or 'none'."""
+    import mlflow
+
+    runs = mlflow.search_runs(
+        filter_string=f"params.`train.out_dir` = '{folder}' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        output_format="list",
+        max_results=1,
+    )
+    return runs[0].info.run_id if runs else "none"
 
 
 def _settle_unfinished_runs(label: str, resume: bool) -> str | None:

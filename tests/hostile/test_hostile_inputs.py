@@ -76,7 +76,20 @@ def test_bad_corpora_fail_in_one_line_and_keep_earlier_outputs(workspace, capsys
     assert _prepared(workspace) == before
 
 
-def test_control_characters_and_boms_are_dropped_and_counted(workspace):
+def test_an_over_long_document_is_refused_in_one_line(workspace, capsys):
+    before = _prepared(workspace)
+    folder = workspace / "long"
+    folder.mkdir()
+    for d in range(3):
+        (folder / f"ok{d}.txt").write_text(f"Short document {d}. It has two sentences.\n", encoding="utf-8")
+    (folder / "huge.txt").write_text("word " * 420_000, encoding="utf-8")  # 2.1 MB on one line
+    err = _fails(capsys, "prepare", f"data.local.path={folder}")
+    assert "document huge.txt has 2,099,999 characters" in err and "data.max_document_chars=2,000,000" in err
+    assert _prepared(workspace) == before
+    _run("prepare", f"data.local.path={folder}", "data.max_document_chars=3000000")  # raised: accepted
+
+
+def test_control_characters_and_boms_are_dropped_and_counted(workspace, capsys):
     folder = workspace / "controls"
     folder.mkdir()
     for d in range(8):
@@ -84,6 +97,8 @@ def test_control_characters_and_boms_are_dropped_and_counted(workspace):
         (folder / f"d{d}.txt").write_text(text * 3, encoding="utf-8")
     metrics = _run("prepare", f"data.local.path={folder}").metrics
     assert metrics["chars_dropped_bom"] == 8 * 3 and metrics["chars_dropped_control"] == 8 * 3 * 3
+    said = capsys.readouterr().out  # the repair is said in the stage's output, not only counted
+    assert "prepare: dropped 24 byte-order marks (U+FEFF), 72 control characters (NUL" in said, said
     text = "".join(p.read_text(encoding="utf-8") for p in (workspace / "data/prepared").glob("*.jsonl"))
     assert "\ufeff" not in text and "\\u0000" not in text and "\\u0007" not in text and "\\u001b" not in text
     assert "chars_dropped_control" in json.loads((workspace / "reports/data.json").read_text())

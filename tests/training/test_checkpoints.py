@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from helpers import stage_config
-from lmforge.errors import DataError
+from lmforge.errors import ConfigError, DataError
 from lmforge.evaluation import evaluate
 from lmforge.training import pretrain
 from lmforge.training.checkpoints import load_module, read_checkpoint
@@ -51,7 +51,8 @@ def test_a_malicious_best_checkpoint_is_refused_by_evaluate(in_workspace, tmp_pa
     _malicious(Path("artifacts/pretrain/hostile/best.ckpt"), marker)
     with pytest.raises(DataError) as err:
         evaluate.run(stage_config(*DECODER, "run_name=hostile"))
-    _one_line(err, "artifacts/pretrain/hostile/best.ckpt", "weights_only")
+    _one_line(err, "artifacts/pretrain/hostile/best.ckpt", "(global posix.system), refused unread")
+    assert "weights_only=False" not in str(err.value) and "weights_only` set to `False" not in str(err.value)
     assert not marker.exists()
 
 
@@ -60,7 +61,8 @@ def test_a_malicious_last_checkpoint_is_refused_on_resume(in_workspace, tmp_path
     _malicious(Path("artifacts/pretrain/hostile2/last.ckpt"), marker)
     with pytest.raises(DataError) as err:
         pretrain.run(stage_config(*DECODER, "run_name=hostile2", "train.resume=true"))
-    _one_line(err, "last.ckpt", "weights_only")
+    _one_line(err, "last.ckpt", "(global posix.system), refused unread")
+    assert "False" not in str(err.value)
     assert not marker.exists()
 
 
@@ -96,7 +98,16 @@ def test_weights_of_another_architecture_are_refused(in_workspace):
     with pytest.raises(DataError) as err:
         load_module(path)
     _one_line(err, str(path), "another architecture")
-    # Resuming a run whose configured model differs from its last.ckpt is refused the same way.
-    with pytest.raises(DataError) as err:
+    # Resuming with another model config is refused before any checkpoint is read: the folder's
+    # outputs describe its own config.
+    with pytest.raises(ConfigError) as err:
         pretrain.run(stage_config(*DECODER, "run_name=arch", "train.resume=true", "model.n_layers=2"))
+    _one_line(err, "train.resume=true", "model.n_layers")
+    # A last.ckpt whose weights do not fit the configured model is refused in one line.
+    last = Path("artifacts/pretrain/arch/last.ckpt")
+    state = torch.load(last, weights_only=True)
+    state["state_dict"] = {k: v for k, v in state["state_dict"].items() if ".3." not in k}  # drop a layer
+    torch.save(state, last)
+    with pytest.raises(DataError) as err:
+        pretrain.run(stage_config(*DECODER, "run_name=arch", "train.resume=true"))
     _one_line(err, "last.ckpt", "another architecture")

@@ -86,6 +86,38 @@ def test_kill_nine_and_rerun_matches_an_uninterrupted_run(workspace):
 
 
 @pytest.mark.slow
+def test_extending_a_finished_run_under_mlflow_keeps_both_runs_finished(workspace):
+    """The README's recipe for more steps: a new run_name with train.extend_from, default MLflow logger."""
+    uri = f"sqlite:///{workspace}/extend.db"
+    short = ["trainer.max_steps=8", "trainer.val_check_interval=4", "optim.warmup_steps=2"]
+    first = _start(workspace, *short, "run_name=base", uri=uri)
+    assert first.wait(timeout=600) == 0, first.stderr.read()[-3000:]
+    # More steps in the same folder are refused in one line, before any MLflow run is opened or changed.
+    refused = _start(workspace, *short, "run_name=base", "trainer.max_steps=12", "train.resume=true", uri=uri)
+    assert refused.wait(timeout=600) == 2
+    err = refused.stderr.read().strip()
+    assert err.startswith("error: train.resume=true") and "trainer.max_steps" in err and "\n" not in err, err
+    longer = [*short, "trainer.max_steps=12", "run_name=base-12", "train.extend_from=artifacts/pretrain/base"]
+    extend = _start(workspace, *longer, uri=uri)
+    assert extend.wait(timeout=600) == 0, extend.stderr.read()[-3000:]
+    again = _start(workspace, *short, "run_name=base", uri=uri)  # what `dvc repro` runs for the base stage
+    assert again.wait(timeout=600) == 0, again.stderr.read()[-3000:]
+
+    assert _record(workspace, "base")[0]["steps"] == 8
+    assert _record(workspace, "base-12")[0]["steps"] == 12
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(experiment_names=["lmforge"])
+    by_stage = {stage: list(group["status"]) for stage, group in runs.groupby("tags.dvc_stage")}
+    assert by_stage == {"pretrain@base": ["FINISHED"], "pretrain@base-12": ["FINISHED"]}
+    base_id = runs[runs["tags.dvc_stage"] == "pretrain@base"]["run_id"].iloc[0]
+    extended = runs[runs["tags.dvc_stage"] == "pretrain@base-12"].iloc[0]
+    assert extended["tags.extends_run_id"] == base_id
+    assert extended["params.trainer.max_steps"] == "12"
+
+
+@pytest.mark.slow
 def test_two_runs_of_one_stage_at_once_are_refused(workspace):
     uri = f"sqlite:///{workspace}/twice.db"
     first = _start(workspace, "run_name=twice", "logger=none", "trainer.max_steps=100000", uri=uri)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from helpers import run_with_interruptions, stage_config
-from lmforge.errors import DataError
+from lmforge.errors import ConfigError, DataError
 from lmforge.training import pretrain
 from lmforge.training.schedules import build_scheduler
 
@@ -75,14 +75,51 @@ def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):
     )
 
 
-def test_a_longer_resumed_run_follows_its_own_schedule(in_workspace):
-    base = [*FAMILIES["decoder"], "trainer.val_check_interval=4", "optim.warmup_steps=2", "run_name=longer"]
-    pretrain.run(stage_config(*base, "trainer.max_steps=8"))
-    resumed = pretrain.run(stage_config(*base, "trainer.max_steps=12", "train.resume=true")).metrics
-    assert resumed["steps"] == 12 and resumed["tokens_seen"] == 12 * 8 * 64  # smoke: batch 8 x 64 tokens
-    # A config change means another run: auto does not continue it, and false starts over.
-    fresh = pretrain.run(stage_config(*base, "trainer.max_steps=12", "train.resume=false")).metrics
-    assert fresh["steps"] == 12 and fresh["best_val_loss"] != resumed["best_val_loss"]
+def _tree(*folders: str) -> dict[str, bytes]:
+    return {
+        str(p): p.read_bytes() for folder in folders for p in sorted(Path(folder).rglob("*")) if p.is_file()
+    }
+
+
+def test_more_steps_extend_a_finished_run_under_a_new_name(in_workspace):
+    base = [*FAMILIES["decoder"], "trainer.val_check_interval=4", "optim.warmup_steps=2"]
+    short = [*base, "run_name=short", "trainer.max_steps=8"]
+    first = pretrain.run(stage_config(*short)).metrics
+    before = _tree("artifacts/pretrain/short", "reports/pretrain/short")
+    # More steps of the same folder are refused, naming what changed: its outputs describe its config.
+    with pytest.raises(ConfigError, match=r"train.resume=true: .* trainer.max_steps; .*extend_from"):
+        pretrain.run(stage_config(*base, "run_name=short", "trainer.max_steps=12", "train.resume=true"))
+    extend = ["run_name=longer", "trainer.max_steps=12", "train.extend_from=artifacts/pretrain/short"]
+    longer = pretrain.run(stage_config(*base, *extend)).metrics
+    assert longer["steps"] == 12 and longer["tokens_seen"] == 12 * 8 * 64  # smoke: batch 8 x 64 tokens
+    # The extension continues the short run's curve and keeps its best checkpoint until it improves.
+    short_curve = Path("reports/pretrain/short/train_loss.csv").read_text().splitlines()
+    assert (
+        Path("reports/pretrain/longer/train_loss.csv").read_text().splitlines()[: len(short_curve)]
+        == short_curve
+    )
+    assert Path("artifacts/pretrain/longer/best.ckpt").is_file()
+    assert longer["best_val_loss"] <= first["best_val_loss"]
+    # The short run is untouched, and its own config still reports its own steps.
+    assert _tree("artifacts/pretrain/short", "reports/pretrain/short") == before
+    again = pretrain.run(stage_config(*short)).metrics
+    _same_metrics(again, first)
+    assert again["steps"] == 8
+    # A config change means another run: false starts over and differs from the extension.
+    fresh = pretrain.run(
+        stage_config(*base, "run_name=fresh", "trainer.max_steps=12", "train.resume=false")
+    ).metrics
+    assert fresh["steps"] == 12 and fresh["best_val_loss"] != longer["best_val_loss"]
+
+
+def test_extend_from_a_folder_without_a_run_says_so(in_workspace):
+    cfg = stage_config(
+        *FAMILIES["decoder"], *RUN, "run_name=orphan", "train.extend_from=artifacts/pretrain/nowhere"
+    )
+    with pytest.raises(
+        DataError, match=r"train.extend_from: artifacts/pretrain/nowhere/last.ckpt does not exist"
+    ):
+        pretrain.run(cfg)
 
 
 def test_the_schedule_comes_from_the_config_and_only_the_step_from_the_checkpoint():

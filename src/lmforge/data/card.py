@@ -49,6 +49,11 @@ def _metric_name(source: str) -> str:
 
 
 DROPPED_KINDS = ("bom", "control", "surrogate")  # see lmforge.data.text.invisible_kind
+DROPPED_NAMES = {  # how the stage output and the data card name each kind
+    "bom": "byte-order marks (U+FEFF)",
+    "control": "control characters (NUL and other non-whitespace C0/C1)",
+    "surrogate": "lone surrogates",
+}
 
 
 def metrics(
@@ -92,9 +97,10 @@ def render(
     lines += [
         "- Unicode NFC, whitespace collapsed, empty sentences and documents dropped.",
         "- Invisible characters dropped: "
-        f"{int(numbers['chars_dropped_bom'])} byte-order marks (U+FEFF), "
-        f"{int(numbers['chars_dropped_control'])} control characters (NUL and other non-whitespace C0/C1), "
-        f"{int(numbers['chars_dropped_surrogate'])} lone surrogates.",
+        + ", ".join(
+            f"{int(numbers[f'chars_dropped_{kind}'])} {DROPPED_NAMES[kind]}" for kind in DROPPED_KINDS
+        )
+        + ".",
         f"- Exact duplicate documents dropped: {int(numbers['duplicates_dropped'])} "
         f"(of {int(numbers['documents_loaded'])} loaded).",
         "- Split by document: documents ranked by sha256(seed:id); first test, then val, rest train.",

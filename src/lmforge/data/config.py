@@ -157,6 +157,9 @@ class DataConfig:
     test_fraction: float = 0.05  # share of documents held out for testing
     seed: int = 0  # seeds the document permutation behind the split and max_documents
     max_documents: int | None = None  # keep only this many documents (after dedup): smoke runs
+    # a longer document is refused: one document is the unit of the split, so a file of many MB on one
+    # line would be a whole split by itself (the largest real document here is ~0.2 MB)
+    max_document_chars: int = 2_000_000
     sentence_split: SentenceSplit = SentenceSplit.regex  # local/hf only
     encoding_errors: EncodingErrors = EncodingErrors.strict  # local files only
     licence: str = "unknown"  # recorded in the data card for local/hf sources
@@ -174,6 +177,10 @@ class DataConfig:
             raise ConfigError(
                 f"data.val_fraction + data.test_fraction = {self.val_fraction + self.test_fraction}; "
                 "expected < 1 so that documents remain for training"
+            )
+        if self.max_document_chars < 1:
+            raise ConfigError(
+                f"data.max_document_chars: got {self.max_document_chars}, expected an integer >= 1"
             )
         if self.max_documents is not None and self.max_documents < 3:
             raise ConfigError(

@@ -32,6 +32,9 @@ def run(cfg: Any) -> StageResult:
     unique, n_duplicates = deduplicate(documents)
     splits = split_documents(unique, data.val_fraction, data.test_fraction, data.seed, data.max_documents)
     numbers = card.metrics(splits, len(documents), n_duplicates, dropped)
+    if repaired := {kind: n for kind, n in sorted(dropped.items()) if n}:  # said here, and in the data card
+        counts = ", ".join(f"{n:,} {card.DROPPED_NAMES[kind]}" for kind, n in repaired.items())
+        print(f"prepare: dropped {counts} from the text (see {data.reports_dir}/data_card.md)")
 
     prepared, reports = Path(data.prepared_dir), Path(data.reports_dir)
     artifacts = []
@@ -43,6 +46,7 @@ def run(cfg: Any) -> StageResult:
         "test_fraction": data.test_fraction,
         "seed": data.seed,
         "max_documents": data.max_documents,
+        "max_document_chars": data.max_document_chars,
     }
     write_text(reports / "data_card.md", card.render(data.name, provenance, numbers, splits, settings, notes))
     write_json(reports / "data.json", numbers)

@@ -53,6 +53,11 @@ def load_documents(cfg: DataConfig) -> Loaded:
     cleaned = []
     for doc in docs:
         sentences = normalise_sentences(drop_invisible(s, dropped) for s in doc.sentences)
+        if (chars := sum(map(len, sentences))) > cfg.max_document_chars:
+            raise DataError(
+                f"document {doc.id} has {chars:,} characters; expected at most data.max_document_chars="
+                f"{cfg.max_document_chars:,} (split the file, or raise the limit)"
+            )
         if sentences:
             cleaned.append(dataclasses.replace(doc, sentences=sentences))
     return Loaded(cleaned, provenance, dropped, notes)

@@ -25,7 +25,7 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json
 from lmforge.model import count_parameters
 from lmforge.stage import StageResult
-from lmforge.training.config import objective_config, train_config
+from lmforge.training.config import TrainConfig, objective_config, train_config
 from lmforge.training.pretrain import fingerprint, fit, make_plan, plain, resume_from, tokenizer_paths
 
 
@@ -44,13 +44,26 @@ def stamp(cfg: Any, distill: DistillConfig) -> str:
 
 
 def will_resume(cfg: Any) -> bool:
-    """Whether `run(cfg)` continues an interrupted distillation (MLflow then continues its run too)."""
+    """Whether `run(cfg)` continues an interrupted distillation (MLflow then continues its run too); a
+    refused resume (`train.resume=true` over another config) raises here, at the door."""
+    distill = distill_config(cfg.distill)
     try:
-        distill = distill_config(cfg.distill)
-        resume = train_config(cfg.train).resume
-        return resume_from(resume, Path(distill.out_dir), stamp(cfg, distill)) is not None
+        stamp_text = stamp(cfg, distill)
     except (ConfigError, DataError, OSError):
         return False  # run() reports the problem
+    return not resume_from(student_train(cfg, distill), Path(distill.out_dir), stamp_text).fresh
+
+
+def folders(cfg: Any) -> list[str]:
+    """The student's output folder, written by this run alone (locked by `execute`)."""
+    return [distill_config(cfg.distill).out_dir]
+
+
+def student_train(cfg: Any, distill: DistillConfig) -> TrainConfig:
+    """The `train` group with the student's own output folders."""
+    return dataclasses.replace(
+        train_config(cfg.train), out_dir=distill.out_dir, reports_dir=distill.reports_dir
+    )
 
 
 def run(cfg: Any) -> StageResult:
@@ -58,10 +71,7 @@ def run(cfg: Any) -> StageResult:
     teacher = load_teacher(distill)
     student = student_config(teacher.config, distill)
     objective = objective_config(teacher.objective if teacher.objective is not None else cfg.objective)
-    train = dataclasses.replace(
-        train_config(cfg.train), out_dir=distill.out_dir, reports_dir=distill.reports_dir
-    )
-    plan = make_plan(cfg, model=student.to_dict(), objective=objective, train=train)
+    plan = make_plan(cfg, model=student.to_dict(), objective=objective, train=student_train(cfg, distill))
     layer_map = layer_map_for(distill, teacher.config.n_layers)
 
     def build() -> DistillModule:

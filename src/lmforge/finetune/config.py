@@ -16,6 +16,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.finetune.adapt import AdaptConfig
 from lmforge.structured import validate
+from lmforge.training.config import check_optim_values, check_schedule_length
 
 INIT = re.compile(r"pretrained|scratch|hf:.+")
 
@@ -73,6 +74,8 @@ class FinetuneConfig:
             )
         if not 0.0 <= self.head_dropout < 1.0:
             raise ConfigError(f"finetune.head_dropout: got {self.head_dropout}, expected a value in [0, 1)")
+        check_optim_values(self, "finetune")
+        check_schedule_length(self, "finetune", self.max_steps, "finetune.max_steps")
 
     @property
     def hf_source(self) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +89,14 @@ def read_checkpoint(
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        if "Unsupported global" not in str(err):  # not a refused object: bytes that are no pickle
+        if (found := refused_object(str(err))) is None:  # not a refused object: bytes that are no pickle
             reason = str(err).split("WeightsUnpickler error:")[-1]
             raise DataError(
                 f"checkpoint {path} is unreadable ({_first_line(reason)}); expected {EXPECTED}"
             ) from None
         raise DataError(
-            f"checkpoint {path} holds pickled objects other than tensors and plain data, refused by "
-            f"weights_only loading; expected {EXPECTED}"
+            f"checkpoint {path} holds a pickled object that is not tensors or plain data ({found}), "
+            f"refused unread; expected {EXPECTED}"
         ) from None
     except Exception as err:  # empty, truncated or not a torch file at all
         raise DataError(
@@ -105,6 +106,17 @@ def read_checkpoint(
     if missing:
         raise DataError(f"checkpoint {path} has no '{missing[0]}'; expected {EXPECTED}")
     return checkpoint
+
+
+REFUSED = re.compile(r"(?:unsupported GLOBAL|Unsupported global:?)\s+(?:GLOBAL\s+)?([\w.]+)", re.IGNORECASE)
+
+
+def refused_object(message: str) -> str | None:
+    """What torch's weights-only unpickler refused ('posix.system'), from its error text; None when
+    the error is about bytes that are no pickle at all. Torch's advice to load the file with
+    `weights_only=False` is never passed on: that would run the object."""
+    match = REFUSED.search(message)
+    return f"global {match.group(1)}" if match else None
 
 
 def _first_line(err: Exception | str) -> str:

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
+
+# The learning-rate schedules of `lmforge.training.schedules.SCHEDULES` (named here so that parsing a
+# config imports no torch; a test keeps the two equal).
+SCHEDULES = ("noam", "linear", "cosine", "constant")
 
 
 class ObjectiveKind(str, Enum):
@@ -55,6 +60,45 @@ class OptimConfig:
     warmup_steps: int = 100
     min_lr_ratio: float | None = None  # linear / cosine floor as a share of lr; None -> schedule default
 
+    def __post_init__(self) -> None:
+        check_optim_values(self, "optim")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"optim.betas: got {list(self.betas)}, expected two values in [0, 1)")
+        if not self.eps > 0:
+            raise ConfigError(f"optim.eps: got {self.eps}, expected a value > 0")
+        if self.min_lr_ratio is not None and not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise ConfigError(
+                f"optim.min_lr_ratio: got {self.min_lr_ratio}, expected a fraction in [0, 1] or null"
+            )
+
+
+def check_optim_values(values: Any, group: str) -> None:
+    """Range checks of the optimisation fields that `optim` and `finetune` share (`lr`, `weight_decay`,
+    `schedule`, `warmup_steps`), named under `group`: run when the config is parsed, at the stage door."""
+    if not values.lr > 0:
+        raise ConfigError(f"{group}.lr: got {values.lr}, expected a learning rate > 0")
+    if values.weight_decay < 0:
+        raise ConfigError(f"{group}.weight_decay: got {values.weight_decay}, expected a value >= 0")
+    if values.schedule not in SCHEDULES:
+        raise ConfigError(
+            f"{group}.schedule: got {values.schedule!r}, expected one of {', '.join(SCHEDULES)}"
+        )
+    if values.warmup_steps < 0:
+        raise ConfigError(f"{group}.warmup_steps: got {values.warmup_steps}, expected an integer >= 0")
+    if values.schedule == "noam" and values.warmup_steps < 1:
+        raise ConfigError(
+            f"{group}.warmup_steps: got {values.warmup_steps}, expected >= 1 with the noam schedule"
+        )
+
+
+def check_schedule_length(values: Any, group: str, max_steps: int, steps_key: str) -> None:
+    """A decaying schedule (linear, cosine) needs a run longer than its warmup: `max_steps > warmup_steps`."""
+    if values.schedule in ("linear", "cosine") and max_steps <= values.warmup_steps:
+        raise ConfigError(
+            f"{steps_key}: got {max_steps}, expected more than {group}.warmup_steps={values.warmup_steps} "
+            f"(the {values.schedule} schedule decays after its warmup)"
+        )
+
 
 @dataclass
 class TrainConfig:
@@ -63,10 +107,14 @@ class TrainConfig:
     num_workers: int = 0  # DataLoader worker processes
     out_dir: str = "artifacts/pretrain/run"  # checkpoints (best.ckpt, last.ckpt)
     reports_dir: str = "reports/pretrain/run"  # curves and summary metrics for DVC
-    # false: start afresh; true: continue from {out_dir}/last.ckpt (weights, optimizer, schedule step,
-    # data position, RNG, curves), which must exist; auto: continue only a last.ckpt of this very
-    # config, data and code (so `dvc repro` after an interrupted `dvc repro` continues), else afresh
+    # false: start afresh; auto: continue {out_dir}/last.ckpt (weights, optimizer, schedule step, data
+    # position, RNG, curves) only if it comes from this very config, data and code (so `dvc repro` after
+    # an interrupted `dvc repro` continues), else afresh; true: continue it, refused when it is missing
+    # or was run with another config (outputs always describe the config that made them)
     resume: Any = "auto"
+    # extend a finished (or interrupted) run under a new run_name: start from that folder's last.ckpt
+    # (weights, optimizer, step, data position, curves) and its best.ckpt, write only this run's folders
+    extend_from: str | None = None
     checkpoint_every: int = 50  # write last.ckpt every N optimizer steps (and at the end): at most N lost
     # torch.compile the model in place (state-dict keys unchanged): a win on GPUs; on the 2-core CPU
     # it measured slower than eager (benchmarks/train_step.py --compile) and costs ~30 s to compile
@@ -82,6 +130,11 @@ class TrainConfig:
             raise ConfigError(f"train.resume: got {self.resume!r}, expected true, false or auto")
         if not isinstance(self.compile, bool):
             raise ConfigError(f"train.compile: got {self.compile!r}, expected true or false")
+        if self.extend_from is not None and Path(self.extend_from).resolve() == Path(self.out_dir).resolve():
+            raise ConfigError(
+                f"train.extend_from: got {self.extend_from!r}, this run's own out_dir; expected another run's "
+                "folder (to continue this run, use train.resume)"
+            )
 
 
 PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
@@ -140,6 +193,12 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.devices: got {self.devices!r}, expected an integer >= 1, -1 or 'auto'"
             )
+
+
+def schedule_fits_run(cfg: Any) -> None:
+    """A stage check: the `optim` schedule fits a run of `trainer.max_steps` steps."""
+    max_steps = trainer_config(cfg.trainer).max_steps
+    check_schedule_length(optim_config(cfg.optim), "optim", max_steps, "trainer.max_steps")
 
 
 def objective_config(node: Any) -> ObjectiveConfig:

@@ -8,13 +8,23 @@ Resume (`train.resume`): a continued run replays nothing and skips nothing. The 
 back the step, optimizer, data position within the epoch, RNG and curves, and every random draw of
 the data is keyed by (seed, draw, example), so a run killed at any point and continued ends with the
 same curves and metrics as one that was never interrupted. `{out_dir}/fingerprint.txt` records the
-config, data and code a run started from; `resume=auto` continues only a run with the same one.
+config, data and code a run started from; `resume=auto` continues only a run with the same one, and
+`resume=true` refuses a run of another config, so a folder's outputs always describe its config.
+
+Extend (`train.extend_from=<another run's out_dir>`, with a new `run_name`): more steps of a finished
+run are a new run that starts from the old one's last.ckpt (and keeps its best.ckpt until a better
+one is found), follows its own config's schedule from the step reached, and writes only its own
+folders; the old run's outputs, its DVC stage and its MLflow run stay as they were.
+
+Nothing in the output folder is deleted or rewritten until everything the run needs (config, data,
+checkpoint to continue, model, Lightning Trainer) has been built without error.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,12 +37,12 @@ import lmforge
 from lmforge.config import Family, load_model_config
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
-from lmforge.io import exclusive, sha256_files, write_json, write_text
+from lmforge.io import atomic_path, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import StageResult
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
-from lmforge.tracking import active_run, is_rank_zero
+from lmforge.tracking import active_run, flatten
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
 from lmforge.training.config import (
@@ -48,6 +58,7 @@ from lmforge.training.config import (
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.objectives import OBJECTIVES
+from lmforge.training.trainer import build_trainer
 
 RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "callbacks")
 
@@ -70,40 +81,79 @@ def model_values(cfg: Any, vocab_size: int, pad_id: int, seq_len: int) -> dict[s
 
 def fingerprint(cfg: Any, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
     """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
-    other `inputs` (a distillation's teacher checkpoint)."""
+    other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends)."""
     if not encoded_dir.is_dir():
         raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
     values = OmegaConf.to_container(cfg, resolve=True)
     values["train"].pop("resume", None)
     code = sorted(Path(lmforge.__file__).parent.rglob("*.py"))
-    files = [tokenizer_file, *sorted(p for p in encoded_dir.iterdir() if p.is_file()), *code, *inputs]
+    extends = [extended_checkpoint(cfg.train.get("extend_from"))] if cfg.train.get("extend_from") else []
+    files = [
+        tokenizer_file,
+        *sorted(p for p in encoded_dir.iterdir() if p.is_file()),
+        *code,
+        *extends,
+        *inputs,
+    ]
     return sha256_files(files) + ":" + json.dumps(values, sort_keys=True)
 
 
-def resume_from(mode: Any, out_dir: Path, stamp_text: str) -> Path | None:
-    """The last.ckpt to continue from, or None to start afresh (see the module docstring)."""
-    last = out_dir / "last.ckpt"
-    stamp = out_dir / "fingerprint.txt"
-    if mode is True:
+def extended_checkpoint(folder: str) -> Path:
+    """The last.ckpt of the run that `train.extend_from` names, or one line saying it has none."""
+    last = Path(folder) / "last.ckpt"
+    if not last.is_file():
+        raise DataError(f"train.extend_from: {last} does not exist; expected the folder of a run to extend")
+    return last
+
+
+class Start(NamedTuple):
+    """Where a run starts: `checkpoint` to continue (None: step 0); `fresh`: it claims its folder."""
+
+    checkpoint: Path | None
+    fresh: bool
+
+
+def resume_from(train: TrainConfig, out_dir: Path, stamp_text: str) -> Start:
+    """Continue this folder's run, extend another's, or start afresh (see the module docstring)."""
+    last, stamp = out_dir / "last.ckpt", out_dir / "fingerprint.txt"
+    recorded = stamp.read_text() if stamp.is_file() else None
+    if train.resume is True:
         if not last.is_file():
             raise DataError(f"train.resume=true but {last} does not exist; expected a run to continue")
-        return last
-    if mode == "auto" and last.is_file() and stamp.is_file() and stamp.read_text() == stamp_text:
-        return last
-    return None
+        if recorded is not None and (changed := changed_keys(recorded, stamp_text)):
+            raise ConfigError(
+                f"train.resume=true: {out_dir} was run with other values of {', '.join(changed)}; expected its "
+                "own config (for more steps, extend it: a new run_name with train.extend_from="
+                f"{out_dir})"
+            )
+        return Start(last, fresh=False)
+    if train.resume == "auto" and last.is_file() and recorded == stamp_text:
+        return Start(last, fresh=False)
+    source = extended_checkpoint(train.extend_from) if train.extend_from else None
+    return Start(source, fresh=True)
+
+
+def changed_keys(recorded: str, stamp_text: str) -> list[str]:
+    """The dotted config keys whose values differ between two fingerprints (their data/code hash aside)."""
+    before, after = (flatten(json.loads(text.partition(":")[2] or "{}")) for text in (recorded, stamp_text))
+    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+
+
+def folders(cfg: Any) -> list[str]:
+    """The output folder a pretrain run writes alone (locked by `execute` before anything starts)."""
+    return [train_config(cfg.train).out_dir]
 
 
 def will_resume(cfg: Any) -> bool:
-    """Whether `run(cfg)` would continue an interrupted run (MLflow then continues its run too)."""
+    """Whether `run(cfg)` continues this folder's run (MLflow then continues its run too); a refused
+    resume (`train.resume=true` over another config) raises here, at the door."""
     train = train_config(cfg.train)
     tokenizer_file, encoded_dir = tokenizer_paths(cfg)
     try:
-        return (
-            resume_from(train.resume, Path(train.out_dir), fingerprint(cfg, tokenizer_file, encoded_dir))
-            is not None
-        )
+        stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
     except (DataError, OSError):
         return False  # run() reports the problem
+    return not resume_from(train, Path(train.out_dir), stamp_text).fresh
 
 
 def run(cfg: Any) -> StageResult:
@@ -159,17 +209,9 @@ def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokeniz
 
 
 def fit(plan: Plan, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
-    """Train `build()` under the plan: afresh, or continued from its last.ckpt (`train.resume`)."""
-    out_dir = Path(plan.train.out_dir)
-    if not is_rank_zero():  # ranks that Lightning starts once rank zero has decided: same decision
-        return _fit(plan, resume_from(plan.train.resume, out_dir, stamp_text), build)
-    with exclusive(out_dir.parent / f".{out_dir.name}.lock", f"output folder {out_dir}"):
-        checkpoint = resume_from(plan.train.resume, out_dir, stamp_text)
-        if checkpoint is None:  # a fresh run owns the folder: nothing of an earlier run may survive
-            for name in ("best.ckpt", "last.ckpt"):
-                (out_dir / name).unlink(missing_ok=True)
-            write_text(out_dir / "fingerprint.txt", stamp_text)
-        return _fit(plan, checkpoint, build)
+    """Train `build()` under the plan: afresh, continued from its last.ckpt (`train.resume`) or from
+    another run's (`train.extend_from`). The caller (`lmforge.tracking.execute`) holds the folder's lock."""
+    return _fit(plan, resume_from(plan.train, Path(plan.train.out_dir), stamp_text), stamp_text, build)
 
 
 class Plan(NamedTuple):
@@ -186,8 +228,8 @@ class Plan(NamedTuple):
     encoded_dir: Path
 
 
-def _fit(plan: Plan, checkpoint: Path | None, build: Callable[[], PretrainModule]) -> StageResult:
-    train, trainer_cfg = plan.train, plan.trainer
+def _fit(plan: Plan, start: Start, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
+    train, trainer_cfg, checkpoint = plan.train, plan.trainer, start.checkpoint
     L.seed_everything(plan.seed, workers=True, verbose=False)
     datamodule = PretrainDataModule(
         str(plan.encoded_dir), plan.objective, train, plan.specials, plan.vocab_size, seed=plan.seed
@@ -207,14 +249,16 @@ def _fit(plan: Plan, checkpoint: Path | None, build: Callable[[], PretrainModule
         loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
     kwargs = dataclasses.asdict(trainer_cfg)
     kwargs.pop("name")
-    trainer = L.Trainer(
+    trainer = build_trainer(
+        kwargs,
         logger=loggers or False,
         callbacks=[curves, RandomState(), checkpoints] + ([LearningRateMonitor("step")] if loggers else []),
         default_root_dir=train.out_dir,
         enable_checkpointing=True,
         use_distributed_sampler=False,  # our VisitSampler shards by rank and resumes mid-epoch
-        **kwargs,
     )
+    if start.fresh and trainer.is_global_zero:  # everything is built: only now may the folder change
+        claim(Path(train.out_dir), stamp_text, checkpoint)
     trainer.fit(
         module, datamodule=datamodule, ckpt_path=str(checkpoint) if checkpoint else None, weights_only=True
     )
@@ -235,6 +279,17 @@ def _fit(plan: Plan, checkpoint: Path | None, build: Callable[[], PretrainModule
         write_json(reports / "metrics.json", metrics)
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
     return StageResult(metrics, [str(Path(train.out_dir) / "best.ckpt"), *artifacts])
+
+
+def claim(out_dir: Path, stamp_text: str, extends: Path | None) -> None:
+    """A fresh run owns its folder: nothing of an earlier run survives. An extension starts with the
+    best.ckpt of the run it extends, which the restored best score refers to."""
+    for name in ("best.ckpt", "last.ckpt"):
+        (out_dir / name).unlink(missing_ok=True)
+    if extends is not None and (best := extends.parent / "best.ckpt").is_file():
+        with atomic_path(out_dir / "best.ckpt") as tmp:
+            shutil.copyfile(best, tmp)
+    write_text(out_dir / "fingerprint.txt", stamp_text)
 
 
 def plain(config: Any) -> dict[str, Any]:
