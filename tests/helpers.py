@@ -137,6 +137,19 @@ def scaling_config(*overrides: str):
         return compose(config_name="scaling", overrides=[*SCALING_TINY, *overrides])
 
 
+def tree(*folders: str | Path) -> dict[str, str]:
+    """sha256 of every file under `folders` by path (lock files aside: empty flock targets, not
+    outputs): equal before and after means a run wrote, moved and deleted nothing there."""
+    import hashlib
+
+    return {
+        str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+        for folder in folders
+        for p in sorted(Path(folder).rglob("*"))
+        if p.is_file() and p.suffix != ".lock"
+    }
+
+
 def entry_stage(script: str):
     """The `STAGE` of pipelines/<script>.py, loaded as the entry point loads it."""
     path = CONF.parent / "pipelines" / f"{script}.py"

@@ -9,7 +9,6 @@ row or key, a `+key` no stage reads, a malformed override) go through the entry 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -17,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import entry_stage, fails_in_one_line, run_with_interruptions, stage_config
+from helpers import entry_stage, fails_in_one_line, run_with_interruptions, stage_config, tree
 from lmforge.training import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
+OUTPUTS = ("data", "artifacts", "reports")  # every folder a stage writes
 VICTIM = ["model=gpt_tiny", "objective=clm", "tokenizer=bpe", "run_name=victim"]
 # 12 steps, cosine after 2 warmup steps, last.ckpt every 2: the run below dies at step 5 (last.ckpt at 4)
 RUN = [
@@ -29,16 +29,6 @@ RUN = [
     "train.checkpoint_every=2",
     "optim.warmup_steps=2",
 ]
-
-
-def _tree(root: Path) -> dict[str, str]:
-    """sha256 of every file a stage writes (lock files aside: empty flock targets, not outputs)."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for folder in ("data", "artifacts", "reports")
-        for p in sorted((root / folder).rglob("*"))
-        if p.is_file() and p.suffix != ".lock"
-    }
 
 
 @pytest.fixture(scope="module")
@@ -103,11 +93,11 @@ def test_a_bad_value_fails_in_one_line_and_touches_nothing(
     interrupted, monkeypatch, capsys, script, overrides, key
 ):
     monkeypatch.chdir(interrupted)
-    before = _tree(interrupted)
+    before = tree(*(interrupted / f for f in OUTPUTS))
     base = [*VICTIM, *RUN] if script == "pretrain" else ["run_name=victim-" + script]
     err = fails_in_one_line(capsys, entry_stage(script), stage_config(*base, *overrides))
     assert key in err, err
-    assert _tree(interrupted) == before
+    assert tree(*(interrupted / f for f in OUTPUTS)) == before
 
 
 def test_the_interrupted_run_still_continues_after_the_bad_ones(interrupted, monkeypatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import run_with_interruptions, stage_config
+from helpers import run_with_interruptions, stage_config, tree
 from lmforge.errors import ConfigError, DataError
 from lmforge.training import pretrain
 from lmforge.training.schedules import build_scheduler
@@ -75,17 +75,11 @@ def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):
     )
 
 
-def _tree(*folders: str) -> dict[str, bytes]:
-    return {
-        str(p): p.read_bytes() for folder in folders for p in sorted(Path(folder).rglob("*")) if p.is_file()
-    }
-
-
 def test_more_steps_extend_a_finished_run_under_a_new_name(in_workspace):
     base = [*FAMILIES["decoder"], "trainer.val_check_interval=4", "optim.warmup_steps=2"]
     short = [*base, "run_name=short", "trainer.max_steps=8"]
     first = pretrain.run(stage_config(*short)).metrics
-    before = _tree("artifacts/pretrain/short", "reports/pretrain/short")
+    before = tree("artifacts/pretrain/short", "reports/pretrain/short")
     # More steps of the same folder are refused, naming what changed: its outputs describe its config.
     with pytest.raises(ConfigError, match=r"train.resume=true: .* trainer.max_steps; .*extend_from"):
         pretrain.run(stage_config(*base, "run_name=short", "trainer.max_steps=12", "train.resume=true"))
@@ -101,7 +95,7 @@ def test_more_steps_extend_a_finished_run_under_a_new_name(in_workspace):
     assert Path("artifacts/pretrain/longer/best.ckpt").is_file()
     assert longer["best_val_loss"] <= first["best_val_loss"]
     # The short run is untouched, and its own config still reports its own steps.
-    assert _tree("artifacts/pretrain/short", "reports/pretrain/short") == before
+    assert tree("artifacts/pretrain/short", "reports/pretrain/short") == before
     again = pretrain.run(stage_config(*short)).metrics
     _same_metrics(again, first)
     assert again["steps"] == 8
