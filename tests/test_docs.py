@@ -1,0 +1,133 @@
+"""The README is the front door and docs/ holds the rooms: the README stays short, keeps the two
+set-up commands, links every docs page, and no relative link in README.md or docs/*.md points at
+nothing. Fast: reads Markdown and `git ls-files`, trains nothing."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from functools import cache
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+MAX_README_LINES = 250
+
+# DVC outputs: absent from a clean clone. Links into reports/ must name committed files (reports/
+# is committed in git here); links into artifacts/ and data/ cannot be checked and are skipped.
+COMMITTED_OUTPUTS = ("reports",)
+UNCHECKED_OUTPUTS = ("artifacts", "data")
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+CODE_SPAN = re.compile(r"`+[^`]*`+")
+INLINE_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?")
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # http:, https:, mailto:, ...
+
+
+def links(page: Path) -> list[str]:
+    """Link targets of a Markdown file, outside fenced code blocks and inline code spans."""
+    found, fenced = [], False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        text = CODE_SPAN.sub("", line)
+        found += INLINE_LINK.findall(text)
+        found += REFERENCE_DEF.findall(text)
+    return found
+
+
+def local_target(page: Path, target: str) -> Path | None:
+    """The repository path a relative link points at, or None for external and anchor-only links."""
+    if EXTERNAL.match(target) or target.startswith("#"):
+        return None
+    path = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    return (page.parent / path).resolve()
+
+
+@cache
+def committed() -> frozenset[str] | None:
+    """Files git tracks (deleted in the working tree or not); None outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return frozenset(name for name in out.split("\0") if name)
+
+
+def is_committed(relative: str) -> bool:
+    files = committed()
+    if files is None:  # a source tree without git: fall back to what is on disk
+        return (ROOT / relative).exists()
+    return relative in files or any(name.startswith(relative.rstrip("/") + "/") for name in files)
+
+
+def broken(page: Path, target: str) -> str | None:
+    """Why a link is broken, or None when it resolves (or cannot be checked)."""
+    path = local_target(page, target)
+    if path is None:
+        return None
+    try:
+        relative = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return "points outside the repository"
+    top = relative.split("/", 1)[0]
+    if top in UNCHECKED_OUTPUTS:
+        return None
+    if top in COMMITTED_OUTPUTS:
+        return None if is_committed(relative) else f"{relative} is not a committed file or folder"
+    return None if path.exists() else f"{relative} does not exist"
+
+
+def test_readme_is_short_and_keeps_the_two_commands():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines (at most {MAX_README_LINES})"
+    assert any(line.startswith("make repro") for line in lines), "README.md lost its `make repro` line"
+    assert any(line.startswith("make test ") for line in lines), "README.md lost its `make test` line"
+
+
+def test_there_are_docs_pages():
+    assert DOCS, "docs/ has no Markdown pages"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_relative_links_resolve(page):
+    problems = [f"{target}: {why}" for target in links(page) if (why := broken(page, target))]
+    assert not problems, f"{page.relative_to(ROOT)}: broken links:\n" + "\n".join(problems)
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {local_target(README, target) for target in links(README)}
+    missing = [page.relative_to(ROOT).as_posix() for page in DOCS if page.resolve() not in linked]
+    assert not missing, f"README.md links no page for: {', '.join(missing)}"
+
+
+def test_the_link_checker_sees_links_and_skips_code(tmp_path):
+    """The checks above would pass vacuously if the parser found no links: prove it finds them."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        'See [a](a.md#part), ![b](img/b.png "title"), [web](https://example.org), [top](#top)\n'
+        "and `[not](code.md)`.\n```\n[not](fenced.md)\n```\n[ref]: ref.md\n",
+        encoding="utf-8",
+    )
+    assert links(page) == ["a.md#part", "img/b.png", "https://example.org", "#top", "ref.md"]
+    assert local_target(page, "a.md#part") == (tmp_path / "a.md").resolve()
+    assert local_target(page, "https://example.org") is None
+    assert local_target(page, "#top") is None
+    assert (
+        broken(README, "reports/no-such-report.md")
+        == "reports/no-such-report.md is not a committed file or folder"
+    )
+    assert broken(README, "artifacts/anything/best.ckpt") is None
+    assert broken(README, "no-such-file.md") == "no-such-file.md does not exist"
+    assert broken(README, "docs/") is None
