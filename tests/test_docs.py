@@ -131,3 +131,27 @@ def test_the_link_checker_sees_links_and_skips_code(tmp_path):
     assert broken(README, "artifacts/anything/best.ckpt") is None
     assert broken(README, "no-such-file.md") == "no-such-file.md does not exist"
     assert broken(README, "docs/") is None
+
+
+HEADLINE_RUNS = {"`bert_tiny`": "encoder", "`gpt_tiny`": "decoder", "`t5_tiny`": "encoder_decoder"}
+LOSS_CELL = re.compile(r"([\d.]+) \(ppl (\d+)\)")
+
+
+def test_the_headline_table_is_what_the_evaluate_stage_wrote():
+    """README's results table against reports/eval/<run>.json: a rerun that moves a number fails here."""
+    import json
+
+    rows = [line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+    checked = 0
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        run = next((r for model, r in HEADLINE_RUNS.items() if cells[1].startswith(model)), None)
+        if run is None or len(cells) != 4:
+            continue
+        report = json.loads((ROOT / "reports/eval" / f"{run}.json").read_text())
+        for cell, key in ((cells[2], "test"), (cells[3], "unigram")):
+            loss, ppl = LOSS_CELL.fullmatch(cell).groups()
+            assert loss == f"{report[f'{key}_loss']:.2f}", (run, key, cell)
+            assert ppl == f"{report[f'{key}_perplexity']:.0f}", (run, key, cell)
+        checked += 1
+    assert checked == 3
