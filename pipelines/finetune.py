@@ -9,6 +9,7 @@ python pipelines/finetune.py task=pos finetune.init=scratch run_name=scratch-pos
 python pipelines/finetune.py task=topic finetune=minilm adapt=lora run_name=minilm-topic-lora
 python pipelines/finetune.py task=sentiment finetune.backbone=decoder finetune.tokenizer=bpe run_name=gpt-sst
 python pipelines/finetune.py --multirun row=encoder-sentiment,encoder-topic finetune.seeds=[0,1,2]
+python pipelines/finetune.py row=encoder-pos trainer=ddp_cpu                # 2 processes (gloo)
 """
 
 from lmforge.finetune.config import adapt_config, finetune_config
@@ -16,6 +17,7 @@ from lmforge.finetune.stage import run
 from lmforge.stage import Stage, run_name_value
 from lmforge.tasks.config import task_config
 from lmforge.tracking import cli
+from lmforge.training.config import trainer_config
 
 STAGE = Stage(
     "finetune",
@@ -24,6 +26,7 @@ STAGE = Stage(
         "task": task_config,
         "finetune": finetune_config,
         "adapt": adapt_config,
+        "trainer": trainer_config,  # hardware, strategy, precision, clipping; the loop is finetune's
         "run_name": run_name_value,
     },
     instance_key="run_name",

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import stage_config, write_corpus
-from lmforge.data import encode, prepare
-from lmforge.tokenizer import train as train_tokenizer
+from helpers import entry_stage, stage_config, write_corpus
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -26,10 +24,10 @@ def workspace(tmp_path_factory) -> Path:
     previous = os.getcwd()
     os.chdir(root)
     try:
-        prepare.run(stage_config())
+        entry_stage("prepare")(stage_config())
         for name in ("wordpiece", "bpe"):
-            train_tokenizer.run(stage_config(f"tokenizer={name}", "tokenizer.vocab_size=600"))
-            encode.run(stage_config(f"tokenizer={name}", "tokenizer.vocab_size=600"))
+            entry_stage("train_tokenizer")(stage_config(f"tokenizer={name}", "tokenizer.vocab_size=600"))
+            entry_stage("encode")(stage_config(f"tokenizer={name}", "tokenizer.vocab_size=600"))
     finally:
         os.chdir(previous)
     return root

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import random
 from pathlib import Path
@@ -150,8 +151,10 @@ def tree(*folders: str | Path) -> dict[str, str]:
     }
 
 
+@functools.cache
 def entry_stage(script: str):
-    """The `STAGE` of pipelines/<script>.py, loaded as the entry point loads it."""
+    """The `STAGE` of pipelines/<script>.py, loaded as the entry point loads it. Tests run a stage
+    as `entry_stage(name)(cfg)`: through the door that validates `cfg` into the stage's plan."""
     path = CONF.parent / "pipelines" / f"{script}.py"
     spec = importlib.util.spec_from_file_location(f"entry_{script}", path)
     module = importlib.util.module_from_spec(spec)

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from helpers import entry_stage, fails_in_one_line, run_with_interruptions, stage_config, tree
-from lmforge.training import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ("data", "artifacts", "reports")  # every folder a stage writes
@@ -39,7 +38,7 @@ def interrupted(workspace):
     monkeypatch = pytest.MonkeyPatch()
     try:
         run_with_interruptions(
-            monkeypatch, pretrain.run, stage_config(*VICTIM, *RUN), ((5, 0),), total_steps=12
+            monkeypatch, entry_stage("pretrain"), stage_config(*VICTIM, *RUN), ((5, 0),), total_steps=12
         )
     finally:
         monkeypatch.undo()
@@ -102,7 +101,7 @@ def test_a_bad_value_fails_in_one_line_and_touches_nothing(
 
 def test_the_interrupted_run_still_continues_after_the_bad_ones(interrupted, monkeypatch):
     monkeypatch.chdir(interrupted)
-    resumed = pretrain.run(stage_config(*VICTIM, *RUN)).metrics
+    resumed = entry_stage("pretrain")(stage_config(*VICTIM, *RUN)).metrics
     assert resumed["steps"] == 12
 
 

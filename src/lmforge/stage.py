@@ -1,9 +1,10 @@
 """A pipeline stage: its work function, the config it may read, and what its `run(cfg)` returns.
 
 Each `pipelines/<stage>.py` entry point hands a `Stage` to `lmforge.tracking.execute`. A stage sees
-only the config groups and top-level keys it declares in `reads`: they are validated when the stage
-starts (one line naming the bad key, exit 2) and the work function gets a resolved copy holding
-nothing else. A stage therefore cannot read a config file that its DVC dependencies do not list;
+only the config groups and top-level keys it declares in `reads`: each is validated once, when the
+stage starts (one line naming the bad key, exit 2), into its typed value (a dataclass per group), and
+the work function gets those values as a `Plan`, holding nothing else. Nothing below the stage door
+parses a config again: a default lives in its dataclass, a range check in its `__post_init__`. A stage therefore cannot read a config file that its DVC dependencies do not list;
 `tests/test_dvc_deps.py` checks `dvc.yaml` against these declarations, against the config files
 Hydra composes for them and against each entry point's import closure under `src/`.
 """
@@ -17,6 +18,36 @@ from typing import Any, NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import ConfigError
+
+
+class Plan:
+    """A stage's validated config: `plan.<key>` is what the key's validator returned (a dataclass for
+    a group, a plain value for a top-level key such as `seed`); `plan.values` is the resolved plain
+    mapping they came from, for what records a run's config as written (MLflow params, fingerprints)."""
+
+    __slots__ = ("_parsed", "values")
+
+    def __init__(self, parsed: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_parsed", dict(parsed))
+        object.__setattr__(self, "values", values)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._parsed[key]
+        except KeyError:
+            raise AttributeError(
+                f"the stage does not read '{key}'; it reads {', '.join(self._parsed)}"
+            ) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"a plan is read-only: cannot set '{key}'")
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parsed
+
+    def replace(self, **changes: Any) -> Plan:
+        """A copy with some keys' typed values replaced (`values` keeps what the user configured)."""
+        return Plan({**self._parsed, **changes}, self.values)
 
 
 class StageResult(NamedTuple):
@@ -39,21 +70,21 @@ def run_name_value(value: Any) -> str:
 
 
 Validator = Callable[[Any], Any]
-Check = Callable[[DictConfig], None]  # a rule across groups, on the validated view; raises ConfigError
+Check = Callable[[Plan], None]  # a rule across groups, on the validated plan; raises ConfigError
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str  # the DVC stage, or its foreach prefix: pretrain -> pretrain@<instance>
-    work: Callable[[DictConfig], StageResult]  # run(cfg) on the visible config
-    reads: Mapping[str, Validator]  # config group or top-level key -> its validator, called on its node
+    work: Callable[[Plan], StageResult]  # run(plan) on the validated config
+    reads: Mapping[str, Validator]  # config group or top-level key -> its validator: node -> typed value
     instance_key: str | None = None  # dotted key whose value names the DVC instance, e.g. run_name
-    will_resume: Callable[[DictConfig], bool] | None = None  # does this run continue an interrupted one?
+    will_resume: Callable[[Plan], bool] | None = None  # does this run continue an interrupted one?
     checks: tuple[Check, ...] = ()  # rules across groups (the schedule fits the run), after each group's
-    owns: Callable[[DictConfig], list[str]] | None = None  # output folders this run takes for itself
+    owns: Callable[[Plan], list[str]] | None = None  # output folders this run takes for itself
 
-    def resumes(self, view: DictConfig) -> bool:
-        return bool(self.will_resume and self.will_resume(view))
+    def resumes(self, plan: Plan) -> bool:
+        return bool(self.will_resume and self.will_resume(plan))
 
     def label(self, cfg: DictConfig) -> str:
         """The DVC stage name of this run: `prepare`, `pretrain@decoder`, ...; for a stage that runs
@@ -62,8 +93,8 @@ class Stage:
             return self.name
         return f"{self.name}@{OmegaConf.select(cfg, self.instance_key)}"
 
-    def visible(self, cfg: DictConfig) -> DictConfig:
-        """The declared part of `cfg`, resolved and validated; reading anything else fails."""
+    def visible(self, cfg: DictConfig) -> Plan:
+        """The declared part of `cfg`, resolved and validated into its typed values."""
         missing = [key for key in self.reads if key not in cfg]
         if missing:
             raise ConfigError(
@@ -74,17 +105,14 @@ class Stage:
         except Exception as err:  # an interpolation to a missing key or env var
             raise ConfigError(f"config: {str(err).splitlines()[0]}") from None
         picked = {key: resolved[key] for key in self.reads}
-        for key, validate in self.reads.items():
-            validate(picked[key])
-        view = OmegaConf.create(picked)
-        OmegaConf.set_struct(view, True)  # a read of an undeclared key raises instead of returning None
+        plan = Plan({key: validate(picked[key]) for key, validate in self.reads.items()}, picked)
         for check in self.checks:
-            check(view)
-        return view
+            check(plan)
+        return plan
 
-    def folders(self, view: DictConfig) -> list[str]:
+    def folders(self, plan: Plan) -> list[str]:
         """The output folders a run of this stage writes alone; `execute` locks them before it logs."""
-        return self.owns(view) if self.owns else []
+        return self.owns(plan) if self.owns else []
 
     def __call__(self, cfg: DictConfig) -> StageResult:
         return self.work(self.visible(cfg))

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
-from lmforge.stage import Stage, StageResult
+from lmforge.stage import Plan, Stage, StageResult
 
 LOCKS = Path(".lmforge/locks")  # one lock file per stage instance: two runs of one stage never overlap
 
@@ -145,21 +145,21 @@ def execute(stage: Stage, cfg: DictConfig) -> StageResult:
 
 def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
     refuse_unread_additions(stage)
-    view = stage.visible(cfg)  # validated at the door: a bad value fails before any work
+    plan = stage.visible(cfg)  # validated at the door: a bad value fails before any work
     label = stage.label(cfg)
     logger = cfg.get("logger") or {}
     if not is_rank_zero():
-        return _report(stage.work(view))
+        return _report(stage.work(plan))
     with contextlib.ExitStack() as locks:  # a refused run has touched nothing, MLflow included
         locks.enter_context(exclusive(LOCKS / f"{label}.lock", f"stage {label}"))
-        for folder in map(Path, stage.folders(view)):
+        for folder in map(Path, stage.folders(plan)):
             locks.enter_context(exclusive(folder.parent / f".{folder.name}.lock", f"output folder {folder}"))
         if not logger.get("enabled", False):
-            return _report(stage.work(view))
-        return _report(_tracked(stage, view, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
+            return _report(stage.work(plan))
+        return _report(_tracked(stage, plan, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
 
 
-def _tracked(stage: Stage, view: DictConfig, cfg: DictConfig, label: str, uri: str, experiment: str):
+def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, experiment: str):
     import mlflow
 
     mlflow.set_tracking_uri(uri)
@@ -170,17 +170,19 @@ def _tracked(stage: Stage, view: DictConfig, cfg: DictConfig, label: str, uri: s
         "dvc_stage": label,
         "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
     }
-    if extends := OmegaConf.select(view, "train.extend_from"):  # a new run, linked to the one it extends
+    if extends := (plan.values.get("train") or {}).get(
+        "extend_from"
+    ):  # a new run, linked to the one it extends
         tags.update(extends=str(extends), extends_run_id=_run_of_folder(str(extends)))
     # before a run is opened: a refused resume (train.resume=true over another config) raises here
-    run_id = _settle_unfinished_runs(label, resume=stage.resumes(view))
+    run_id = _settle_unfinished_runs(label, resume=stage.resumes(plan))
     status_before = mlflow.get_run(run_id).info.status if run_id else None
     try:
         with mlflow.start_run(run_id=run_id, run_name=None if run_id else label, tags=tags):
             if run_id is None:
-                mlflow.log_params(flatten(OmegaConf.to_container(view, resolve=True)))
-                mlflow.log_text(OmegaConf.to_yaml(view, resolve=True), "config.yaml")
-            result = stage.work(view)
+                mlflow.log_params(flatten(plan.values))
+                mlflow.log_text(OmegaConf.to_yaml(OmegaConf.create(plan.values)), "config.yaml")
+            result = stage.work(plan)
             mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
             for path in result.artifacts:
                 if Path(path).is_file():

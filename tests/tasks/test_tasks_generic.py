@@ -8,8 +8,8 @@ import random
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.errors import ConfigError
-from lmforge.tasks.build import run
 from lmforge.tasks.config import Kind
 from lmforge.tasks.records import example
 from lmforge.tasks.splits import split_examples
@@ -21,7 +21,7 @@ def test_example_yaml_builds_from_a_folder_and_reruns_byte_identically(tmp_path,
     conf = OmegaConf.load(repo / "conf" / "task" / "example_local.yaml")
     conf.params.path = str(fixtures / "local_folder")
     conf.out_dir = str(tmp_path / "out")
-    result = run(OmegaConf.create({"task": conf}))
+    result = entry_stage("task")(OmegaConf.create({"task": conf}))
     out = tmp_path / "out"
     assert [result.metrics[f"{s}_examples"] for s in SPLITS] == [6, 2, 2]  # val carved from 8 train rows
     test = read_jsonl(out / "test.jsonl")
@@ -31,7 +31,7 @@ def test_example_yaml_builds_from_a_folder_and_reruns_byte_identically(tmp_path,
     assert sum(card["label_counts"]["train"].values()) == 6 and card["metrics"] == ["accuracy", "macro_f1"]
     assert "| positive |" in (out / "card.md").read_text()
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    run(OmegaConf.create({"task": conf}))
+    entry_stage("task")(OmegaConf.create({"task": conf}))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
@@ -52,7 +52,7 @@ def test_one_jsonl_file_is_split_by_fraction_and_duplicates_dropped(tmp_path, ta
         val_fraction=0.2,
         test_fraction=0.2,
     )
-    run(cfg)
+    entry_stage("task")(cfg)
     splits = {s: read_jsonl(tmp_path / "out" / f"{s}.jsonl") for s in SPLITS}
     assert [len(splits[s]) for s in SPLITS] == [10, 4, 4]  # 18 unique texts
     assert (
@@ -63,7 +63,7 @@ def test_one_jsonl_file_is_split_by_fraction_and_duplicates_dropped(tmp_path, ta
 
 def test_conll_tsv_tagging_and_hf_json_builder(tmp_path, task_cfg, fixtures, read_jsonl):
     tags = ["DET", "NOUN", "VERB", "ADV", "PRON", "."]
-    run(
+    entry_stage("task")(
         task_cfg(
             name="tags",
             kind="tagging",
@@ -96,7 +96,7 @@ def test_conll_tsv_tagging_and_hf_json_builder(tmp_path, task_cfg, fixtures, rea
         val_fraction=0.34,
         out_dir=str(tmp_path / "hf"),
     )
-    result = run(cfg)
+    result = entry_stage("task")(cfg)
     assert [result.metrics[f"{s}_examples"] for s in SPLITS] == [2, 1, 2]
     assert read_jsonl(tmp_path / "hf" / "test.jsonl") == records[3:]
 
@@ -109,7 +109,7 @@ def test_hf_classification_pool(tmp_path, task_cfg, read_jsonl):
         "data_files": {"train": str(tmp_path / "d.jsonl")},
         "fields": {"text": "sentence", "label": "y"},
     }
-    run(
+    entry_stage("task")(
         task_cfg(
             name="hf_cls",
             kind="classification",
@@ -163,5 +163,5 @@ def test_bad_config_is_one_line(task_cfg, override, message):
         "metrics": ["accuracy"],
     }
     with pytest.raises(ConfigError) as err:
-        run(task_cfg(**{**base, **override}))
+        entry_stage("task")(task_cfg(**{**base, **override}))
     assert message in str(err.value) and "\n" not in str(err.value)

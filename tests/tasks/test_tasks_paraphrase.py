@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from pysword import bible as pysword_bible
 from pysword.books import BibleStructure
 
-from lmforge.tasks.build import run
+from helpers import entry_stage
 from lmforge.tasks.config import Kind, Pin
 from lmforge.tasks.sources import Context, bible
 from lmforge.tasks.sources.bible import Module, clean_osis, load_verses
@@ -50,7 +50,7 @@ def test_pairs_are_balanced_nearby_and_grouped_by_book(tmp_path, task_cfg, repo,
         0.25,
         0.25,
     )
-    run(OmegaConf.create({"task": conf}))
+    entry_stage("task")(OmegaConf.create({"task": conf}))
     splits = {s: read_jsonl(tmp_path / "out" / f"{s}.jsonl") for s in SPLITS}
     records = [r for s in SPLITS for r in splits[s]]
     assert len(records) == 64 and sum(r["label"] == "1" for r in records) == 32

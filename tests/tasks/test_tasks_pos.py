@@ -8,7 +8,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from lmforge.tasks.build import run
+from helpers import entry_stage
 from lmforge.tasks.sources.universal_tags import BROWN_TO_UNIVERSAL, UNIVERSAL, universal
 
 SPLITS = ("train", "val", "test")
@@ -54,7 +54,7 @@ def test_pos_task_from_the_brown_tarball(tmp_path, repo, fixtures, tar_gz, read_
     conf.params.brown.sha256 = hashlib.sha256(data).hexdigest()
     conf.out_dir, conf.cache_dir = str(tmp_path / "out"), str(tmp_path / "cache")
     conf.val_fraction = conf.test_fraction = 0.2
-    run(OmegaConf.create({"task": conf}))
+    entry_stage("task")(OmegaConf.create({"task": conf}))
     splits = {s: read_jsonl(tmp_path / "out" / f"{s}.jsonl") for s in SPLITS}
     records = {r["id"]: r for rs in splits.values() for r in rs}
     assert len(records) == 7 and "cb01:2" not in records  # repeats ca02:1 exactly

@@ -8,8 +8,8 @@ import re
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.errors import ConfigError, DataError
-from lmforge.tasks.build import run
 from lmforge.tasks.config import Kind, Pin
 from lmforge.tasks.fetch import cache_root
 from lmforge.tasks.sources import Context, wordnet
@@ -77,7 +77,7 @@ def test_cap_keeps_the_lowest_seeded_hashes_in_source_order(fixtures):
 def test_qa_task_builds_splits_and_a_card_that_says_derived(
     tmp_path, repo, fixtures, monkeypatch, read_jsonl
 ):
-    result = run(_qa_task(repo, tmp_path, monkeypatch, fixtures))
+    result = entry_stage("task")(_qa_task(repo, tmp_path, monkeypatch, fixtures))
     out = tmp_path / "out"
     splits = {s: read_jsonl(out / f"{s}.jsonl") for s in SPLITS}
     assert [result.metrics[f"{s}_examples"] for s in SPLITS] == [5, 1, 1]
@@ -97,7 +97,7 @@ def test_qa_task_builds_splits_and_a_card_that_says_derived(
     )
     assert card["provenance"]["licence"].startswith("WordNet 3.0 licence")
 
-    capped = run(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=4))
+    capped = entry_stage("task")(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=4))
     assert sum(capped.metrics.values()) == 4
     kept = [r["id"] for s in SPLITS for r in read_jsonl(out / f"{s}.jsonl")]
     examples, _ = derive(load_synsets(fixtures / "wordnet"), Kind.qa)
@@ -106,7 +106,7 @@ def test_qa_task_builds_splits_and_a_card_that_says_derived(
 
 def test_max_examples_must_be_positive(tmp_path, repo, fixtures, monkeypatch):
     with pytest.raises(ConfigError, match=r"task.params.max_examples=0; expected >= 1 or null"):
-        run(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=0))
+        entry_stage("task")(_qa_task(repo, tmp_path, monkeypatch, fixtures, max_examples=0))
 
 
 @pytest.mark.slow

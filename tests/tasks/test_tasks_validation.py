@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from helpers import entry_stage
 from lmforge.errors import DataError
-from lmforge.tasks.build import run
 from lmforge.tasks.config import Kind
 from lmforge.tasks.records import check, check_unique_ids
 
@@ -55,11 +55,11 @@ def _cfg(task_cfg, folder):
 )
 def test_bad_record_is_one_line_and_keeps_previous_outputs(tmp_path, task_cfg, test_rows, message):
     good = _folder(tmp_path, [{"id": "s", "text": "good", "label": "b"}])
-    run(_cfg(task_cfg, good))
+    entry_stage("task")(_cfg(task_cfg, good))
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
     bad = _folder(tmp_path, test_rows)
     with pytest.raises(DataError) as err:
-        run(_cfg(task_cfg, bad))
+        entry_stage("task")(_cfg(task_cfg, bad))
     assert message in str(err.value) and "\n" not in str(err.value)
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lmforge.data import encode
+from helpers import entry_stage
 from lmforge.data.documents import Document, write_documents
-from lmforge.tokenizer import train as train_stage
 from lmforge.tokenizer.specials import (
     BPE_SPECIALS,
     WORDPIECE_SPECIALS,
@@ -34,7 +33,7 @@ def test_special_token_strings_in_text_encode_as_text(fixture, request):
     train = Path(cfg.data.prepared_dir) / "train.jsonl"
     docs = [Document(f"hostile{i}", "test", (HOSTILE, "The dog sleeps.")) for i in range(3)]
     write_documents(train, docs + [Document("plain", "test", ("A cat runs.",) * 4)])
-    train_stage.run(cfg)
+    entry_stage("train_tokenizer")(cfg)
     tokenizer = load_tokenizer(Path(cfg.tokenizer.dir) / cfg.tokenizer.name / "tokenizer.json")
     specials = _special_ids(tokenizer)
     ids = tokenizer.encode(HOSTILE, add_special_tokens=False).ids
@@ -44,6 +43,6 @@ def test_special_token_strings_in_text_encode_as_text(fixture, request):
     if cfg.tokenizer.kind == "wordpiece":  # the post-processor still adds [CLS] / [SEP] by id
         assert with_specials[0] == special_token_ids(tokenizer).cls
 
-    encode.run(cfg)
+    entry_stage("encode")(cfg)
     tokens = np.fromfile(Path(cfg.tokenizer.encoded_dir) / cfg.tokenizer.name / "train.bin", dtype=np.uint16)
     assert tokens.size and not set(tokens.tolist()) & specials

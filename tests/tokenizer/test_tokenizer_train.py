@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.data.documents import read_documents
 from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tokenizer.builders import train_tokenizer
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tokenizer.train import run
 
 
 def test_wordpiece_layout_post_processor_and_round_trip(tokenizer_cfg):
-    result = run(tokenizer_cfg)
+    result = entry_stage("train_tokenizer")(tokenizer_cfg)
     tok = load_tokenizer(Path(tokenizer_cfg.tokenizer.dir) / "wp")
     assert [tok.id_to_token(i) for i in range(5)] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert special_token_ids(tok) == SpecialTokens(
@@ -38,13 +38,13 @@ def test_wordpiece_layout_post_processor_and_round_trip(tokenizer_cfg):
 
 def test_wordpiece_can_keep_case(tokenizer_cfg):
     tokenizer_cfg.tokenizer.lowercase = False
-    run(tokenizer_cfg)
+    entry_stage("train_tokenizer")(tokenizer_cfg)
     tok = load_tokenizer(Path(tokenizer_cfg.tokenizer.dir) / "wp" / "tokenizer.json")
     assert "The" in tok.decode(tok.encode("The fox").ids)
 
 
 def test_bpe_has_endoftext_sentinels_and_round_trips_bytes(bpe_cfg):
-    run(bpe_cfg)
+    entry_stage("train_tokenizer")(bpe_cfg)
     tok = load_tokenizer(Path(bpe_cfg.tokenizer.dir) / "bpe")
     ids = special_token_ids(tok)
     assert ids == SpecialTokens(
@@ -63,7 +63,7 @@ def test_bpe_has_endoftext_sentinels_and_round_trips_bytes(bpe_cfg):
 
 
 def test_report_on_val_split(tokenizer_cfg):
-    result = run(tokenizer_cfg)
+    result = entry_stage("train_tokenizer")(tokenizer_cfg)
     report = json.loads((Path(tokenizer_cfg.tokenizer.reports_dir) / "wp.json").read_text())
     val = [
         s for d in read_documents(Path(tokenizer_cfg.data.prepared_dir) / "val.jsonl") for s in d.sentences
@@ -86,14 +86,14 @@ def test_report_on_val_split(tokenizer_cfg):
 def test_vocab_smaller_than_specials_is_a_config_error(tokenizer_cfg, kind, vocab_size, need):
     tokenizer_cfg.tokenizer.update({"kind": kind, "vocab_size": vocab_size})
     with pytest.raises(ConfigError, match=f"vocab_size={vocab_size} is smaller than {need}"):
-        run(tokenizer_cfg)
+        entry_stage("train_tokenizer")(tokenizer_cfg)
 
 
 def test_invalid_utf8_in_prepared_split_is_a_data_error(tokenizer_cfg):
     train = Path(tokenizer_cfg.data.prepared_dir) / "train.jsonl"
     train.write_bytes(train.read_bytes() + b'{"id": "x", "source": "t", "sentences": ["caf\xe9"]}\n')
     with pytest.raises(DataError, match=r"train.jsonl:31 is not valid UTF-8"):
-        run(tokenizer_cfg)
+        entry_stage("train_tokenizer")(tokenizer_cfg)
     assert not (Path(tokenizer_cfg.tokenizer.dir) / "wp" / "tokenizer.json").exists()
 
 
@@ -106,7 +106,7 @@ def test_lone_surrogate_is_a_data_error():
 def test_empty_train_split_is_a_data_error(tokenizer_cfg):
     (Path(tokenizer_cfg.data.prepared_dir) / "train.jsonl").write_text("")
     with pytest.raises(DataError, match="has no sentences"):
-        run(tokenizer_cfg)
+        entry_stage("train_tokenizer")(tokenizer_cfg)
 
 
 def test_missing_tokenizer_file_is_a_data_error(tmp_path):
@@ -135,7 +135,7 @@ def test_shipped_tokenizer_configs_validate():
 def test_training_is_reproducible(tokenizer_cfg, kind):
     tokenizer_cfg.tokenizer.update({"kind": kind, "vocab_size": 300})
     saved = Path(tokenizer_cfg.tokenizer.dir) / "wp" / "tokenizer.json"
-    run(tokenizer_cfg)
+    entry_stage("train_tokenizer")(tokenizer_cfg)
     first = saved.read_bytes()
-    run(tokenizer_cfg)
+    entry_stage("train_tokenizer")(tokenizer_cfg)
     assert saved.read_bytes() == first  # same ids every run, so `dvc repro` and encoded arrays are stable

@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import stage_config
+from helpers import entry_stage, stage_config
 from lmforge.errors import ConfigError, DataError
-from lmforge.evaluation import evaluate
-from lmforge.training import pretrain
 from lmforge.training.checkpoints import load_module, read_checkpoint
 
 DECODER = [
@@ -50,7 +48,7 @@ def test_a_malicious_best_checkpoint_is_refused_by_evaluate(in_workspace, tmp_pa
     marker = tmp_path / "pwned"
     _malicious(Path("artifacts/pretrain/hostile/best.ckpt"), marker)
     with pytest.raises(DataError) as err:
-        evaluate.run(stage_config(*DECODER, "run_name=hostile"))
+        entry_stage("evaluate")(stage_config(*DECODER, "run_name=hostile"))
     _one_line(err, "artifacts/pretrain/hostile/best.ckpt", "(global posix.system), refused unread")
     assert "weights_only=False" not in str(err.value) and "weights_only` set to `False" not in str(err.value)
     assert not marker.exists()
@@ -60,7 +58,7 @@ def test_a_malicious_last_checkpoint_is_refused_on_resume(in_workspace, tmp_path
     marker = tmp_path / "pwned"
     _malicious(Path("artifacts/pretrain/hostile2/last.ckpt"), marker)
     with pytest.raises(DataError) as err:
-        pretrain.run(stage_config(*DECODER, "run_name=hostile2", "train.resume=true"))
+        entry_stage("pretrain")(stage_config(*DECODER, "run_name=hostile2", "train.resume=true"))
     _one_line(err, "last.ckpt", "(global posix.system), refused unread")
     assert "False" not in str(err.value)
     assert not marker.exists()
@@ -90,7 +88,7 @@ def test_broken_checkpoints_are_one_line(tmp_path, content, needle):
 
 
 def test_weights_of_another_architecture_are_refused(in_workspace):
-    pretrain.run(stage_config(*DECODER, "run_name=arch"))
+    entry_stage("pretrain")(stage_config(*DECODER, "run_name=arch"))
     path = Path("artifacts/pretrain/arch/best.ckpt")
     checkpoint = torch.load(path, weights_only=True)
     checkpoint["hyper_parameters"]["model"]["n_layers"] = 2  # the weights hold 4 layers
@@ -101,7 +99,9 @@ def test_weights_of_another_architecture_are_refused(in_workspace):
     # Resuming with another model config is refused before any checkpoint is read: the folder's
     # outputs describe its own config.
     with pytest.raises(ConfigError) as err:
-        pretrain.run(stage_config(*DECODER, "run_name=arch", "train.resume=true", "model.n_layers=2"))
+        entry_stage("pretrain")(
+            stage_config(*DECODER, "run_name=arch", "train.resume=true", "model.n_layers=2")
+        )
     _one_line(err, "train.resume=true", "model.n_layers")
     # A last.ckpt whose weights do not fit the configured model is refused in one line.
     last = Path("artifacts/pretrain/arch/last.ckpt")
@@ -109,5 +109,5 @@ def test_weights_of_another_architecture_are_refused(in_workspace):
     state["state_dict"] = {k: v for k, v in state["state_dict"].items() if ".3." not in k}  # drop a layer
     torch.save(state, last)
     with pytest.raises(DataError) as err:
-        pretrain.run(stage_config(*DECODER, "run_name=arch", "train.resume=true"))
+        entry_stage("pretrain")(stage_config(*DECODER, "run_name=arch", "train.resume=true"))
     _one_line(err, "last.ckpt", "another architecture")

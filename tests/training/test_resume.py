@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import run_with_interruptions, stage_config, tree
+from helpers import entry_stage, run_with_interruptions, stage_config, tree
 from lmforge.errors import ConfigError, DataError
-from lmforge.training import pretrain
 from lmforge.training.schedules import build_scheduler
 
 FAMILIES = {
@@ -47,14 +46,14 @@ def _same_metrics(a: dict, b: dict) -> None:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_interrupted_runs_end_exactly_like_an_uninterrupted_one(in_workspace, family, monkeypatch):
-    whole = pretrain.run(stage_config(*FAMILIES[family], *RUN, f"run_name={family}-whole")).metrics
+    whole = entry_stage("pretrain")(stage_config(*FAMILIES[family], *RUN, f"run_name={family}-whole")).metrics
 
     name = f"{family}-cut"
     cfg = stage_config(*FAMILIES[family], *RUN, f"run_name={name}")
     # Die at 7 (last.ckpt at 6, mid-epoch), at 13 (last.ckpt at 12, written after validation), then
     # finish; each session starts where the previous one's last checkpoint was (resume=auto).
     stops = ((7, 0), (13, 6), (None, 12))
-    resumed = run_with_interruptions(monkeypatch, pretrain.run, cfg, stops, total_steps=14).metrics
+    resumed = run_with_interruptions(monkeypatch, entry_stage("pretrain"), cfg, stops, total_steps=14).metrics
 
     _same_metrics(resumed, whole)
     assert _files(name) == _files(f"{family}-whole")
@@ -64,9 +63,11 @@ def test_interrupted_runs_end_exactly_like_an_uninterrupted_one(in_workspace, fa
 
 def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):
     cfg = stage_config(*FAMILIES["decoder"], *RUN, "run_name=finished")
-    first = pretrain.run(cfg).metrics
+    first = entry_stage("pretrain")(cfg).metrics
     files = _files("finished")
-    again = pretrain.run(stage_config(*FAMILIES["decoder"], *RUN, "run_name=finished", "train.resume=true"))
+    again = entry_stage("pretrain")(
+        stage_config(*FAMILIES["decoder"], *RUN, "run_name=finished", "train.resume=true")
+    )
     _same_metrics(again.metrics, first)
     assert _files("finished") == files
     assert (
@@ -78,13 +79,15 @@ def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):
 def test_more_steps_extend_a_finished_run_under_a_new_name(in_workspace):
     base = [*FAMILIES["decoder"], "trainer.val_check_interval=4", "optim.warmup_steps=2"]
     short = [*base, "run_name=short", "trainer.max_steps=8"]
-    first = pretrain.run(stage_config(*short)).metrics
+    first = entry_stage("pretrain")(stage_config(*short)).metrics
     before = tree("artifacts/pretrain/short", "reports/pretrain/short")
     # More steps of the same folder are refused, naming what changed: its outputs describe its config.
     with pytest.raises(ConfigError, match=r"train.resume=true: .* trainer.max_steps; .*extend_from"):
-        pretrain.run(stage_config(*base, "run_name=short", "trainer.max_steps=12", "train.resume=true"))
+        entry_stage("pretrain")(
+            stage_config(*base, "run_name=short", "trainer.max_steps=12", "train.resume=true")
+        )
     extend = ["run_name=longer", "trainer.max_steps=12", "train.extend_from=artifacts/pretrain/short"]
-    longer = pretrain.run(stage_config(*base, *extend)).metrics
+    longer = entry_stage("pretrain")(stage_config(*base, *extend)).metrics
     assert longer["steps"] == 12 and longer["tokens_seen"] == 12 * 8 * 64  # smoke: batch 8 x 64 tokens
     # The extension continues the short run's curve and keeps its best checkpoint until it improves.
     short_curve = Path("reports/pretrain/short/train_loss.csv").read_text().splitlines()
@@ -96,11 +99,11 @@ def test_more_steps_extend_a_finished_run_under_a_new_name(in_workspace):
     assert longer["best_val_loss"] <= first["best_val_loss"]
     # The short run is untouched, and its own config still reports its own steps.
     assert tree("artifacts/pretrain/short", "reports/pretrain/short") == before
-    again = pretrain.run(stage_config(*short)).metrics
+    again = entry_stage("pretrain")(stage_config(*short)).metrics
     _same_metrics(again, first)
     assert again["steps"] == 8
     # A config change means another run: false starts over and differs from the extension.
-    fresh = pretrain.run(
+    fresh = entry_stage("pretrain")(
         stage_config(*base, "run_name=fresh", "trainer.max_steps=12", "train.resume=false")
     ).metrics
     assert fresh["steps"] == 12 and fresh["best_val_loss"] != longer["best_val_loss"]
@@ -113,7 +116,7 @@ def test_extend_from_a_folder_without_a_run_says_so(in_workspace):
     with pytest.raises(
         DataError, match=r"train.extend_from: artifacts/pretrain/nowhere/last.ckpt does not exist"
     ):
-        pretrain.run(cfg)
+        entry_stage("pretrain")(cfg)
 
 
 def test_the_schedule_comes_from_the_config_and_only_the_step_from_the_checkpoint():
@@ -139,4 +142,4 @@ def test_the_schedule_comes_from_the_config_and_only_the_step_from_the_checkpoin
 def test_resume_true_without_a_checkpoint_says_so(in_workspace):
     cfg = stage_config(*FAMILIES["decoder"], *RUN, "run_name=nothing-here", "train.resume=true")
     with pytest.raises(DataError, match=r"train.resume=true but .*last.ckpt does not exist"):
-        pretrain.run(cfg)
+        entry_stage("pretrain")(cfg)

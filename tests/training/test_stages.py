@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import stage_config
+from helpers import entry_stage, stage_config
 from lmforge.errors import ConfigError
-from lmforge.evaluation import evaluate
-from lmforge.training import pretrain
 from lmforge.training.checkpoints import load_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +34,7 @@ SHORT = [
 @pytest.mark.parametrize("family", FAMILIES)
 def test_pretrain_then_evaluate(in_workspace, family):
     cfg = stage_config(*FAMILIES[family], *SHORT, f"run_name={family}")
-    result = pretrain.run(cfg)
+    result = entry_stage("pretrain")(cfg)
     assert result.metrics["steps"] == 8 and result.metrics["best_val_loss"] > 0
     checkpoint = Path(f"artifacts/pretrain/{family}")
     assert (checkpoint / "best.ckpt").is_file() and (checkpoint / "last.ckpt").is_file()
@@ -49,7 +47,7 @@ def test_pretrain_then_evaluate(in_workspace, family):
     last = torch.load(checkpoint / "last.ckpt", weights_only=True)
     assert "optimizer_states" not in best and {"optimizer_states", "loops", "callbacks"} <= set(last)
 
-    report = evaluate.run(cfg).metrics
+    report = entry_stage("evaluate")(cfg).metrics
     assert report["test_n_tokens"] > 0
     assert report["loss_ratio_to_unigram"] == pytest.approx(report["test_loss"] / report["unigram_loss"])
     written = json.loads(Path(f"reports/eval/{family}.json").read_text())
@@ -62,13 +60,13 @@ def test_pretrain_then_evaluate(in_workspace, family):
 
 def test_bf16_mixed_precision_trains_on_cpu(in_workspace):
     cfg = stage_config(*FAMILIES["decoder"], *SHORT, "trainer.precision=bf16-mixed", "run_name=bf16")
-    assert torch.isfinite(torch.tensor(pretrain.run(cfg).metrics["best_val_loss"]))
+    assert torch.isfinite(torch.tensor(entry_stage("pretrain")(cfg).metrics["best_val_loss"]))
 
 
 @pytest.mark.slow
 def test_compiled_model_trains_and_its_checkpoint_loads_plain(in_workspace):
     cfg = stage_config(*FAMILIES["decoder"], *SHORT, "train.compile=true", "run_name=compiled")
-    result = pretrain.run(cfg)
+    result = entry_stage("pretrain")(cfg)
     assert torch.isfinite(torch.tensor(result.metrics["best_val_loss"]))
     best = next(path for path in result.artifacts if path.endswith("best.ckpt"))
     assert not any("_orig_mod" in key for key in torch.load(best, weights_only=True)["state_dict"])
@@ -86,7 +84,7 @@ def test_compiled_model_trains_and_its_checkpoint_loads_plain(in_workspace):
 )
 def test_bad_values_fail_in_one_line(in_workspace, override, needle):
     with pytest.raises(ConfigError) as info:
-        pretrain.run(stage_config(*FAMILIES["encoder"], *SHORT, override))
+        entry_stage("pretrain")(stage_config(*FAMILIES["encoder"], *SHORT, override))
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 

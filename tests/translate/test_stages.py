@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from lmforge.translate import evaluate, pairs, train, vocab
+from helpers import entry_stage
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "pairs.tsv"
@@ -43,16 +43,16 @@ def local_pairs(tmp_path, monkeypatch) -> Path:
 
 def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs):
     cfg = _config("trainer.max_steps=40", "trainer.val_check_interval=20", "translate.average_last=2")
-    pairs.run(cfg)
+    entry_stage("translate_data")(cfg)
     card = (local_pairs / "reports/translate/data_card.md").read_text()
     assert "g1 (20), g2 (20)" in card and "never seen in training" in card
-    vocab.run(cfg)
+    entry_stage("translate_tokenizer")(cfg)
     assert (local_pairs / "artifacts/translate/tokenizer/tokenizer.json").is_file()
-    result = train.run(cfg)
+    result = entry_stage("translate_train")(cfg)
     assert result.metrics["steps"] == 40 and result.metrics["averaged_checkpoints"] == 2
     curve = (local_pairs / "reports/translate/main/val_loss.csv").read_text().splitlines()[1:]
     assert len(curve) == 2 and float(curve[1].split(",")[1]) < float(curve[0].split(",")[1])  # it learns
-    out = evaluate.run(cfg)
+    out = entry_stage("translate_eval")(cfg)
     report = json.loads((local_pairs / "reports/translate/main/eval.json").read_text())
     assert report["test_sentences"] == 40 and set(out.metrics) >= {"bleu", "chrf", "bleu_beam1", "bleu_beam2"}
     assert report["baseline_dictionary_bleu"] > report["baseline_copy_bleu"]
@@ -104,10 +104,10 @@ def test_a_misaligned_pair_is_refused_and_the_earlier_outputs_stay(local_pairs):
 
 def test_a_source_longer_than_max_seq_len_is_refused_when_asked(local_pairs):
     cfg = _config("model.max_seq_len=8", "translate.long_pairs=refuse")
-    pairs.run(cfg)
-    vocab.run(cfg)
+    entry_stage("translate_data")(cfg)
+    entry_stage("translate_tokenizer")(cfg)
     with pytest.raises(
         Exception,
         match=r"train pair line\d+: \d+ source and \d+ target tokens with EOS, expected at most model.max_seq_len=8",
     ):
-        train.run(cfg)
+        entry_stage("translate_train")(cfg)

@@ -7,8 +7,9 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import entry_stage
 from lmforge.errors import DataError
-from lmforge.translate.warmup import arm_of, run
+from lmforge.translate.warmup import arm_of
 
 ARMS = ("post-noam", "post-constant", "pre-noam", "pre-constant")
 
@@ -36,7 +37,7 @@ def test_the_summary_averages_each_arm_over_its_seeds(tmp_path):
             }
         }
     )
-    result = run(cfg)
+    result = entry_stage("translate_warmup")(cfg)
     assert result.metrics["post-noam_final_val_loss"] == pytest.approx(3.15)
     assert result.metrics["pre-constant_bleu"] == pytest.approx(7.0 + 1.5)
     table = (tmp_path / "out" / "summary.md").read_text().splitlines()
@@ -64,4 +65,4 @@ def test_run_names_and_missing_runs_are_refused(tmp_path):
         }
     )
     with pytest.raises(DataError, match="expected a finished translate_train and translate_eval run"):
-        run(cfg)
+        entry_stage("translate_warmup")(cfg)

@@ -10,16 +10,13 @@ import hashlib
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 from tokenizers import Tokenizer
 
-from lmforge.data.config import data_config
 from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.encoded import SplitWriter, token_dtype
 from lmforge.io import write_json
-from lmforge.stage import StageResult
-from lmforge.tokenizer.config import tokenizer_config
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tokenizer.train import tokenizer_path
 
@@ -46,9 +43,8 @@ def encode_split(tokenizer: Tokenizer, prepared: Path, writer: SplitWriter, batc
             writer.add_document(e.ids for e in islice(encodings, len(doc.sentences)))
 
 
-def run(cfg: Any) -> StageResult:
-    """Run the stage for a full Hydra config (uses its `data` and `tokenizer` groups)."""
-    tok_cfg, data = tokenizer_config(cfg), data_config(cfg)
+def run(plan: Plan) -> StageResult:
+    tok_cfg, data = plan.tokenizer, plan.data
     tok_file = tokenizer_path(tok_cfg.dir, tok_cfg.name)
     tokenizer = load_tokenizer(tok_file)
     vocab_size = tokenizer.get_vocab_size()

@@ -11,21 +11,18 @@ run leaves the previous outputs intact):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from lmforge.data import card
-from lmforge.data.config import data_config
 from lmforge.data.documents import SPLITS, write_documents
 from lmforge.data.sources import load_documents
 from lmforge.data.splits import deduplicate, split_documents
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 
 
-def run(cfg: Any) -> StageResult:
-    """Run the stage for a full Hydra config (uses only its `data` group)."""
-    data = data_config(cfg)
+def run(plan: Plan) -> StageResult:
+    data = plan.data
     documents, provenance, dropped, notes = load_documents(data)
     if not documents:
         raise DataError(f"data.source={data.source.value} yielded no documents; expected at least 3")

@@ -17,16 +17,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lmforge.distill.config import DistillConfig, StudentInit, distill_config, layer_map_for
+from lmforge.distill.config import DistillConfig, StudentInit, layer_map_for
 from lmforge.distill.module import DistillModule
 from lmforge.distill.student import init_student, student_config
 from lmforge.distill.teacher import Teacher, load_teacher
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json
 from lmforge.model import count_parameters
-from lmforge.stage import StageResult
-from lmforge.training.config import TrainConfig, objective_config, train_config
-from lmforge.training.pretrain import fingerprint, fit, make_plan, plain, resume_from, tokenizer_paths
+from lmforge.stage import Plan, StageResult
+from lmforge.training.config import TrainConfig
+from lmforge.training.pretrain import fingerprint, fit, plain, prepare_run, resume_from, tokenizer_paths
 
 
 def teacher_files(cfg: DistillConfig) -> list[Path]:
@@ -39,43 +39,41 @@ def teacher_files(cfg: DistillConfig) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file())
 
 
-def stamp(cfg: Any, distill: DistillConfig) -> str:
-    return fingerprint(cfg, *tokenizer_paths(cfg), *teacher_files(distill))
+def stamp(plan: Plan) -> str:
+    return fingerprint(plan, *tokenizer_paths(plan.tokenizer), *teacher_files(plan.distill))
 
 
-def will_resume(cfg: Any) -> bool:
-    """Whether `run(cfg)` continues an interrupted distillation (MLflow then continues its run too); a
+def will_resume(plan: Plan) -> bool:
+    """Whether `run(plan)` continues an interrupted distillation (MLflow then continues its run too); a
     refused resume (`train.resume=true` over another config) raises here, at the door."""
-    distill = distill_config(cfg.distill)
     try:
-        stamp_text = stamp(cfg, distill)
+        stamp_text = stamp(plan)
     except (ConfigError, DataError, OSError):
         return False  # run() reports the problem
-    return not resume_from(student_train(cfg, distill), Path(distill.out_dir), stamp_text).fresh
+    return not resume_from(student_train(plan), Path(plan.distill.out_dir), stamp_text).fresh
 
 
-def folders(cfg: Any) -> list[str]:
+def folders(plan: Plan) -> list[str]:
     """The student's output folder, written by this run alone (locked by `execute`)."""
-    return [distill_config(cfg.distill).out_dir]
+    return [plan.distill.out_dir]
 
 
-def student_train(cfg: Any, distill: DistillConfig) -> TrainConfig:
+def student_train(plan: Plan) -> TrainConfig:
     """The `train` group with the student's own output folders."""
-    return dataclasses.replace(
-        train_config(cfg.train), out_dir=distill.out_dir, reports_dir=distill.reports_dir
-    )
+    distill = plan.distill
+    return dataclasses.replace(plan.train, out_dir=distill.out_dir, reports_dir=distill.reports_dir)
 
 
-def run(cfg: Any) -> StageResult:
-    distill = distill_config(cfg.distill)
+def run(plan: Plan) -> StageResult:
+    distill = plan.distill
     teacher = load_teacher(distill)
     student = student_config(teacher.config, distill)
-    objective = objective_config(teacher.objective if teacher.objective is not None else cfg.objective)
-    plan = make_plan(cfg, model=student.to_dict(), objective=objective, train=student_train(cfg, distill))
+    objective = teacher.objective if teacher.objective is not None else plan.objective
+    job = prepare_run(plan, model=student.to_dict(), objective=objective, train=student_train(plan))
     layer_map = layer_map_for(distill, teacher.config.n_layers)
 
     def build() -> DistillModule:
-        module = DistillModule(plan.model, plain(plan.objective), plain(plan.optim), plan.trainer.max_steps)
+        module = DistillModule(job.model, plain(job.objective), plain(job.optim), job.trainer.max_steps)
         if distill.init is StudentInit.teacher:
             init_student(module.model, teacher.model, layer_map)
             if teacher.objective_state is not None:  # the objective's own heads (BERT's NSP)
@@ -84,7 +82,7 @@ def run(cfg: Any) -> StageResult:
             module.distil_from(teacher.model, distill)
         return module
 
-    result = fit(plan, stamp(cfg, distill), build)
+    result = fit(job, stamp(plan), build)
     run_json = Path(distill.reports_dir) / "run.json"
     write_json(run_json, describe(distill, teacher, layer_map))
     return StageResult(result.metrics, [*result.artifacts, str(run_json)])

@@ -24,11 +24,10 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.evaluation.evaluate import test_metrics
 from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.structured import validate
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
-from lmforge.training.config import train_config
 from lmforge.training.datamodule import PretrainDataModule
 
 ROLES = ("teacher", "student", "control")
@@ -211,9 +210,9 @@ def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return flat
 
 
-def run(cfg: Any) -> StageResult:
-    summary_cfg = distill_summary_config(cfg.distill_summary)
-    summary = summarise(summary_cfg, train_config(cfg.train), cfg.seed)
+def run(plan: Plan) -> StageResult:
+    summary_cfg = plan.distill_summary
+    summary = summarise(summary_cfg, plan.train, plan.seed)
     out = Path(summary_cfg.out_dir)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render(summary, summary_cfg.latency_batches))

@@ -17,13 +17,14 @@ from torch import nn
 from lmforge.config import ModelConfig
 from lmforge.distill.config import DistillConfig
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import ObjectiveConfig
 
 
 @dataclass
 class Teacher:
     model: nn.Module  # in eval mode, no parameter requires a gradient
     config: ModelConfig
-    objective: dict[str, Any] | None  # the pretraining objective's hyperparameters; None for hf folders
+    objective: ObjectiveConfig | None  # the objective it was pretrained with; None for hf folders
     objective_state: dict[str, Any] | None  # the objective's own weights (BERT's NSP head); None for hf
     source: str  # where it came from, for the report
 
@@ -31,9 +32,10 @@ class Teacher:
 def pretrained(cfg: DistillConfig) -> Teacher:
     path = Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"
     module = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
-    objective = dict(module.hparams["objective"])
     state = module.objective.state_dict()
-    return Teacher(frozen(module.model), module.model_config, objective, state, f"pretrain@{path}")
+    return Teacher(
+        frozen(module.model), module.model_config, module.objective_config, state, f"pretrain@{path}"
+    )
 
 
 def hf(cfg: DistillConfig) -> Teacher:

@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 
 from lmforge.errors import DataError
 from lmforge.evaluation.baseline import UnigramBaseline
-from lmforge.evaluation.config import eval_config
+from lmforge.evaluation.config import SamplesConfig
 from lmforge.evaluation.plots import loss_curves
 from lmforge.io import write_json
 from lmforge.model import generate
 from lmforge.objectives.summary import SplitSums, summarise
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
-from lmforge.training.config import objective_config, train_config
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import tokenizer_paths
@@ -47,9 +44,9 @@ def test_metrics(module: PretrainModule, batches) -> dict[str, float]:
     return summarise(totals)
 
 
-def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any]) -> list[dict[str, str]]:
+def samples(module: PretrainModule, tokenizer, specials, settings: SamplesConfig) -> list[dict[str, str]]:
     """Continuations of fixed prompts, one batch, decoded with the KV cache."""
-    prompts = list(settings["prompts"])
+    prompts = list(settings.prompts)
     encoded = [tokenizer.encode(p, add_special_tokens=False).ids for p in prompts]
     width = max(len(e) for e in encoded)
     ids = torch.full((len(encoded), width), specials.pad, dtype=torch.long)
@@ -57,18 +54,18 @@ def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any
     for row, e in enumerate(encoded):  # left padding: every prompt ends at the last column
         ids[row, width - len(e) :], mask[row, width - len(e) :] = torch.tensor(e), 1
     out = []
-    for name, temperature in (("greedy", 0.0), ("sampled", settings["temperature"])):
+    for name, temperature in (("greedy", 0.0), ("sampled", settings.temperature)):
         generated = generate(
             module.model,
             ids,
             attention_mask=mask,
-            max_new_tokens=settings["max_new_tokens"],
+            max_new_tokens=settings.max_new_tokens,
             temperature=temperature,
-            top_k=settings["top_k"],
-            top_p=settings["top_p"],
+            top_k=settings.top_k,
+            top_p=settings.top_p,
             eos_token_id=specials.eos,
             pad_token_id=specials.pad,
-            generator=torch.Generator().manual_seed(settings["seed"]),
+            generator=torch.Generator().manual_seed(settings.seed),
         )
         for prompt, row in zip(prompts, generated[:, width:].tolist()):
             text = tokenizer.decode([t for t in row if t != specials.pad], skip_special_tokens=True)
@@ -76,26 +73,24 @@ def samples(module: PretrainModule, tokenizer, specials, settings: dict[str, Any
     return out
 
 
-def run(cfg: Any) -> StageResult:
-    train, objective = train_config(cfg.train), objective_config(cfg.objective)
-    eval_config(cfg.eval)  # validated; the plain values below feed the helpers
-    settings = OmegaConf.to_container(cfg.eval, resolve=True)
+def run(plan: Plan) -> StageResult:
+    train, objective, settings = plan.train, plan.objective, plan.eval
     module = load_module(Path(train.out_dir) / "best.ckpt")
-    tokenizer_file, encoded_dir = tokenizer_paths(cfg)
+    tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials = special_token_ids(tokenizer)
     data = PretrainDataModule(
-        str(encoded_dir), objective, train, specials, module.model_config.vocab_size, seed=cfg.seed
+        str(encoded_dir), objective, train, specials, module.model_config.vocab_size, seed=plan.seed
     )
-    limit = settings["max_batches"]
+    limit = settings.max_batches
     test = list(itertools.islice(data.loader("test"), limit))
     model_scores = test_metrics(module, test)
     baseline = UnigramBaseline(module.model_config.vocab_size)
     baseline.fit(data.loader("train"), data.spec.targets)  # every training example once, in order
     base_scores = baseline.score(test, data.spec.targets)
 
-    name = cfg.run_name
-    reports = Path(settings["reports_dir"])
+    name = plan.run_name
+    reports = Path(settings.reports_dir)
     metrics = {f"test_{k}": v for k, v in model_scores.items()}
     metrics.update({f"unigram_{k}": v for k, v in base_scores.items() if k != "n_tokens"})
     metrics["loss_ratio_to_unigram"] = model_scores["loss"] / base_scores["loss"]
@@ -105,7 +100,7 @@ def run(cfg: Any) -> StageResult:
     artifacts = [str(reports / f"{name}.json")]
 
     if data.spec.generates:
-        write_json(reports / name / "samples.json", samples(module, tokenizer, specials, settings["samples"]))
+        write_json(reports / name / "samples.json", samples(module, tokenizer, specials, settings.samples))
         artifacts.append(str(reports / name / "samples.json"))
     curves = Path(train.reports_dir)
     plot = loss_curves(

@@ -30,23 +30,23 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import EarlyStopping
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 from lmforge.errors import DataError
 from lmforge.finetune.adapt import AdaptConfig, add_lora, freeze, merge, trainable_parameters
-from lmforge.finetune.config import FinetuneConfig, adapt_config, finetune_config
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.finetune.starts import Start, start
 from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
-from lmforge.stage import StageResult
-from lmforge.tasks.config import TaskConfig, task_config
+from lmforge.stage import Plan, StageResult
+from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.splits import rank
 from lmforge.tokenizer.specials import special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.checkpoints import check_weights, read_checkpoint
+from lmforge.training.trainer import build_trainer
 
 SPLITS = ("train", "val", "test")
 
@@ -112,8 +112,8 @@ class BestWeights(L.Callback):
             self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-def run(cfg: Any) -> StageResult:
-    task, ft, adapt = task_config(cfg.task), finetune_config(cfg.finetune), adapt_config(cfg.adapt)
+def run(plan: Plan) -> StageResult:
+    task, ft, adapt = plan.task, plan.finetune, plan.adapt
     records = {split: read_split(task, split) for split in SPLITS}
     records["train"] = sample(records["train"], ft.train_examples, task.seed)
     records["val"] = sample(records["val"], ft.val_examples, task.seed)
@@ -145,11 +145,12 @@ def run(cfg: Any) -> StageResult:
         pad_id=specials.pad,
     )
 
-    runs = []
-    for i, seed in enumerate(ft.seeds):
-        runs.append(
-            _fit(ft, adapt, begin, module_args, encoded["train"].features, collate, loaders, seed, i == 0)
-        )
+    runs = [
+        _fit(plan, begin, module_args, encoded["train"].features, collate, loaders, seed, log=i == 0)
+        for i, seed in enumerate(ft.seeds)
+    ]
+    if not runs[0]["global_zero"]:  # another DDP process: rank zero writes the reports
+        return StageResult({}, [])
     test = {name: [r["test"][name] for r in runs] for name in metric_names(task)}
     baselines = TASKS[task.kind].baselines(records["train"], records["test"], labels, task.seed)
     first = runs[0]
@@ -198,8 +199,7 @@ def run(cfg: Any) -> StageResult:
 
 
 def _fit(
-    ft: FinetuneConfig,
-    adapt: AdaptConfig,
+    plan: Plan,
     begin: Start,
     module_args: dict[str, Any],
     train_features: list,
@@ -208,6 +208,10 @@ def _fit(
     seed: int,
     log: bool,
 ) -> dict[str, Any]:
+    """Fine-tune one seed. Under DDP each process trains on its shard of the training examples and
+    validates on the whole fixed val sample, so early stopping and the kept weights agree across
+    processes; rank zero exports and scores them."""
+    ft, adapt = plan.finetune, plan.adapt
     L.seed_everything(seed, workers=True, verbose=False)
     module = FinetuneModule(**module_args)
     if begin.state is not None:
@@ -216,37 +220,38 @@ def _fit(
     if adapt.lora:
         module.backbone = add_lora(module.backbone, adapt)
     trainable = trainable_parameters(module)
-    generator = torch.Generator().manual_seed(seed)
-    train = DataLoader(train_features, ft.batch_size, shuffle=True, generator=generator, collate_fn=collate)
     best = BestWeights(module.monitor)
-    loggers = []
-    if log and (tracking := active_run()) is not None:
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        run_id, uri = tracking
-        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-    trainer = L.Trainer(
-        accelerator="cpu" if not torch.cuda.is_available() else "auto",
-        devices=1,
-        max_steps=ft.max_steps,
-        val_check_interval=ft.val_every,
-        check_val_every_n_epoch=None,
+    trainer = build_trainer(
+        plan.trainer,
+        mlflow_run=active_run() if log else None,
         callbacks=[EarlyStopping(module.monitor, mode="max", patience=ft.patience), best],
-        logger=loggers or False,
-        log_every_n_steps=10,
-        gradient_clip_val=1.0,
-        enable_checkpointing=False,
+        max_steps=ft.max_steps,  # fine-tuning's own loop: its length and validation interval
+        val_check_interval=ft.val_every,
+        enable_checkpointing=False,  # BestWeights keeps the best weights; best.ckpt is written below
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
         default_root_dir=ft.out_dir,
+        use_distributed_sampler=False,  # the train shards are made below; val and test stay whole
     )
+    if trainer.world_size > 1:
+        sampler = DistributedSampler(
+            train_features, trainer.world_size, trainer.global_rank, shuffle=True, seed=seed
+        )
+        train = DataLoader(train_features, ft.batch_size, sampler=sampler, collate_fn=collate)
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        train = DataLoader(
+            train_features, ft.batch_size, shuffle=True, generator=generator, collate_fn=collate
+        )
     began = time.perf_counter()
     trainer.fit(module, train, loaders["val"])
     train_seconds = time.perf_counter() - began
     if best.state is None:  # fewer steps than one validation interval: validate the end state
         trainer.validate(module, loaders["val"], verbose=False)  # BestWeights records it
 
+    if not trainer.is_global_zero:
+        return {"global_zero": False}
     module.load_state_dict(best.state)
     if adapt.lora:
         module.backbone = merge(module.backbone)
@@ -256,6 +261,7 @@ def _fit(
     exported = _load(path)
     test = evaluate(exported, loaders["test"])
     return {
+        "global_zero": True,
         "seed": seed,
         "test": test,
         "best_val": best.best,

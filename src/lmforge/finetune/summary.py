@@ -15,7 +15,7 @@ from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.structured import validate
 
 TASK_ORDER = ("sentiment", "topic", "pos", "paraphrase", "qa")
@@ -93,8 +93,8 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(cfg: Any) -> StageResult:
-    summary = summary_config(cfg.summary)
+def run(plan: Plan) -> StageResult:
+    summary = plan.summary
     rows = read_rows(Path(summary.rows_dir))
     numbers = {name: row["metrics"] for name, row in rows.items()}
     out = Path(summary.out_dir)

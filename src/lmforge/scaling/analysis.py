@@ -26,9 +26,9 @@ import numpy as np
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import isoflop, law
-from lmforge.scaling.config import ScalingConfig, scaling_config
+from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.plots import read_json
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 
 PARAMS = ("E", "A", "B", "alpha", "beta", "a", "b")
 
@@ -309,8 +309,8 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     return "\n".join(lines)
 
 
-def run(cfg: Any) -> StageResult:
-    s = scaling_config(cfg.scaling)
+def run(plan: Plan) -> StageResult:
+    s = plan.scaling
     reports = Path(s.reports_dir)
     rows = read_json(reports / "cells.json", "the scaling_sweep stage's table")["cells"]
     fit = fit_sweep(rows, s)

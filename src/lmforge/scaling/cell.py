@@ -35,6 +35,7 @@ from lmforge.training.config import ObjectiveConfig, OptimConfig, TrainConfig, T
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import RESUME_STATE, plain
+from lmforge.training.trainer import build_trainer
 
 
 class Setting(NamedTuple):
@@ -82,30 +83,18 @@ def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: s
     if checkpoint is not None:
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(str(folder), every_n_steps=max(1, setting.trainer.log_every_n_steps))
-    loggers = []
-    if run_id is not None:
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-    t = setting.trainer
-    trainer = L.Trainer(
-        logger=loggers or False,
+    trainer = build_trainer(
+        setting.trainer,
+        mlflow_run=(run_id, uri) if run_id is not None and uri is not None else None,
         callbacks=[
             curves,
             RandomState(),
             Checkpoints(folder, every_n_steps=setting.scaling.checkpoint_every),
         ],
-        accelerator=t.accelerator,
-        devices=t.devices,
-        num_nodes=t.num_nodes,
-        strategy=t.strategy,
-        precision=t.precision,
-        gradient_clip_val=t.gradient_clip_val,
-        accumulate_grad_batches=1,
+        accumulate_grad_batches=1,  # a cell's batch is scaling.batch_size, its token budget exact
         max_steps=cell.steps,
         limit_val_batches=0,  # measured once, at the end, on the fixed held-out set
         num_sanity_val_steps=0,
-        log_every_n_steps=t.log_every_n_steps,
         enable_progress_bar=False,
         enable_model_summary=False,
         default_root_dir=str(folder),

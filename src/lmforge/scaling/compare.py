@@ -17,9 +17,8 @@ from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import law
 from lmforge.scaling.analysis import AT_BOUND, arrays
-from lmforge.scaling.config import scaling_config
 from lmforge.scaling.plots import read_json
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 
 
 def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstrap:
@@ -35,8 +34,8 @@ def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstra
     )
 
 
-def run(cfg: Any) -> StageResult:
-    s = scaling_config(cfg.scaling)
+def run(plan: Plan) -> StageResult:
+    s = plan.scaling
     if not s.against:
         raise DataError(
             "scaling.against is empty; expected the name of the sweep to compare with scaling.name"

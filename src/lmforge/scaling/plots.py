@@ -18,9 +18,8 @@ import numpy as np
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path
-from lmforge.scaling.config import scaling_config
 from lmforge.scaling.law import Law
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 
 FIGURES = ("loss_vs_params.png", "loss_vs_compute.png", "isoflop.png", "residuals.png")
 
@@ -42,13 +41,13 @@ def law_predict(law: dict[str, float], n: np.ndarray, d: np.ndarray) -> np.ndarr
     return as_law(law).predict(n, d)
 
 
-def run(cfg: Any) -> StageResult:
+def run(plan: Plan) -> StageResult:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scaling = scaling_config(cfg.scaling)
+    scaling = plan.scaling
     reports = Path(scaling.reports_dir)
     rows = read_json(reports / "cells.json", "the scaling_sweep stage's table")["cells"]
     fit = read_json(reports / "fit.json", "the scaling_fit stage's results")

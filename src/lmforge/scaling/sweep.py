@@ -22,22 +22,17 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from omegaconf import OmegaConf
-
-from lmforge.config import load_model_config
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import exclusive, sha256_files, write_json, write_text
 from lmforge.scaling import cell as cells_mod
-from lmforge.scaling.config import ScalingConfig, scaling_config
+from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.grid import Cell, cells, check_capacity, code_fingerprint, keyed
-from lmforge.stage import StageResult
-from lmforge.tokenizer.config import tokenizer_config
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
-from lmforge.training.config import objective_config, optim_config, trainer_config
 from lmforge.training.objectives import OBJECTIVES
-from lmforge.training.pretrain import plain
+from lmforge.training.pretrain import plain, tokenizer_paths
 
 COLUMNS = (
     "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",
@@ -46,38 +41,28 @@ COLUMNS = (
 )  # fmt: skip
 
 
-class Plan(NamedTuple):
+class Sweep(NamedTuple):
     setting: cells_mod.Setting
     cells: list[Cell]  # every cell of the sweep
     mine: list[Cell]  # this shard's
     store: Path
 
 
-def make_plan(cfg: Any) -> Plan:
-    """Validate the whole sweep before anything trains (see the module docstring)."""
-    scaling = scaling_config(cfg.scaling)
-    objective, optim, trainer = (
-        objective_config(cfg.objective),
-        optim_config(cfg.optim),
-        trainer_config(cfg.trainer),
-    )
-    tok = tokenizer_config(cfg.tokenizer)
-    tokenizer_file, encoded_dir = (
-        Path(tok.dir) / tok.name / "tokenizer.json",
-        Path(tok.encoded_dir) / tok.name,
-    )
+def make_sweep(plan: Plan) -> Sweep:
+    """Check the whole sweep before anything trains (see the module docstring)."""
+    scaling, objective, optim, trainer = plan.scaling, plan.objective, plan.optim, plan.trainer
+    tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
-    base = OmegaConf.to_container(cfg.model, resolve=True)
-    base.update(vocab_size=vocab_size, pad_token_id=specials.pad)
+    base = {**plan.model.to_dict(), "vocab_size": vocab_size, "pad_token_id": specials.pad}
     family = OBJECTIVES[objective.kind].family
-    if load_model_config(base).family is not family:
+    if plan.model.family is not family:
         raise ConfigError(
             f"model.family: got {base['family']} for objective.kind={objective.kind.value}, expected {family.value}"
         )
     grid = cells(scaling, base, objective)
     setting = cells_mod.Setting(
-        scaling, objective, optim, trainer, specials, vocab_size, encoded_dir, cfg.seed
+        scaling, objective, optim, trainer, specials, vocab_size, encoded_dir, plan.seed
     )
     for split in ("train", "val"):
         EncodedSplit(encoded_dir, split)  # a missing or corrupt array: one line, before training
@@ -92,23 +77,23 @@ def make_plan(cfg: Any) -> Plan:
         "eval": [scaling.eval_tokens, scaling.eval_batch_size],
         "precision": trainer.precision,
         "gradient_clip_val": trainer.gradient_clip_val,
-        "seed": cfg.seed,
+        "seed": plan.seed,
         "data": data,
         "code": code_fingerprint(),
     }
     grid = keyed(grid, context)
     mine = [c for c in grid if c.index % scaling.shards == scaling.shard]
-    return Plan(setting, grid, mine, Path(scaling.store))
+    return Sweep(setting, grid, mine, Path(scaling.store))
 
 
-def will_resume(cfg: Any) -> bool:
+def will_resume(plan: Plan) -> bool:
     """Whether this job continues an earlier one: a cell of it is in the store, finished or not
     (MLflow then continues the earlier job's parent run)."""
     try:
-        plan = make_plan(cfg)
+        sweep = make_sweep(plan)
     except (ConfigError, DataError, OSError):
         return False  # run() reports the problem
-    return any((plan.store / c.key).is_dir() for c in plan.mine)
+    return any((sweep.store / c.key).is_dir() for c in sweep.mine)
 
 
 def read_result(folder: Path) -> dict[str, Any] | None:
@@ -123,9 +108,9 @@ def read_result(folder: Path) -> dict[str, Any] | None:
         ) from None
 
 
-def run(cfg: Any) -> StageResult:
-    plan = make_plan(cfg)
-    scaling: ScalingConfig = plan.setting.scaling
+def run(plan: Plan) -> StageResult:
+    sweep = make_sweep(plan)
+    scaling: ScalingConfig = sweep.setting.scaling
     tracking = active_run()
     runs = None
     if tracking is not None:
@@ -134,22 +119,22 @@ def run(cfg: Any) -> StageResult:
         runs = CellRuns(*tracking)
     started = time.perf_counter()
     results, trained = [], 0
-    for i, cell in enumerate(plan.mine, start=1):
-        folder = plan.store / cell.key
+    for i, cell in enumerate(sweep.mine, start=1):
+        folder = sweep.store / cell.key
         result = read_result(folder)
         if result is None:
-            with exclusive(plan.store / f".{cell.key}.lock", f"scaling cell {cell.name} ({folder})"):
+            with exclusive(sweep.store / f".{cell.key}.lock", f"scaling cell {cell.name} ({folder})"):
                 result = read_result(folder)  # another job may have finished it meanwhile
                 if result is None:
                     folder.mkdir(parents=True, exist_ok=True)
                     write_json(folder / "cell.json", {**cell.describe(), "model": cell.model})
                     run_id = runs.open(cell, "trained")[0] if runs else None
                     print(
-                        f"[{i}/{len(plan.mine)}] {cell.name}: {cell.steps} steps, {cell.flops:.3g} FLOPs",
+                        f"[{i}/{len(sweep.mine)}] {cell.name}: {cell.steps} steps, {cell.flops:.3g} FLOPs",
                         flush=True,
                     )
                     result = cells_mod.train(
-                        cell, plan.setting, folder, run_id, tracking[1] if tracking else None
+                        cell, sweep.setting, folder, run_id, tracking[1] if tracking else None
                     )
                     cells_mod.save_result(folder, result)
                     trained += 1
@@ -164,9 +149,9 @@ def run(cfg: Any) -> StageResult:
                 runs.finish(run_id, result)
         results.append(result)
     metrics = {
-        "cells": len(plan.mine),
+        "cells": len(sweep.mine),
         "cells_trained": trained,
-        "cells_reused": len(plan.mine) - trained,
+        "cells_reused": len(sweep.mine) - trained,
         "sweep_seconds": time.perf_counter() - started,
         "cell_train_seconds": sum(r["wall_seconds"] for r in results),
     }

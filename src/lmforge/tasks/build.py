@@ -13,9 +13,9 @@ from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.io import sha256_files, write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tasks import card
-from lmforge.tasks.config import TaskConfig, task_config
+from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.fetch import cache_root
 from lmforge.tasks.records import Example, check, check_unique_ids, input_key, write_records
 from lmforge.tasks.registry import entry_for
@@ -23,9 +23,8 @@ from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.splits import SPLITS, carve_val, split_examples
 
 
-def run(cfg: Any) -> StageResult:
-    """Run for a full Hydra config (uses only its `task` group) or a bare task node."""
-    task = task_config(cfg)
+def run(plan: Plan) -> StageResult:
+    task = plan.task
     entry, params = entry_for(task)
     ctx = Context(task.name, task.kind, tuple(task.labels or ()), cache_root(task.cache_dir), task.seed)
     loaded = entry.read(params, ctx)

@@ -10,15 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
-from lmforge.data.config import data_config
 from lmforge.data.documents import iter_sentences
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.builders import check_vocab_size, train_tokenizer
-from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.stats import tokenizer_stats
 
 
@@ -31,9 +28,8 @@ def tokenizer_path(tokenizer_dir: str | Path, name: str) -> Path:
     return Path(tokenizer_dir) / name / "tokenizer.json"
 
 
-def run(cfg: Any) -> StageResult:
-    """Run the stage for a full Hydra config (uses its `data` and `tokenizer` groups)."""
-    tok_cfg, data = tokenizer_config(cfg), data_config(cfg)
+def run(plan: Plan) -> StageResult:
+    tok_cfg, data = plan.tokenizer, plan.data
     check_vocab_size(tok_cfg)  # before reading any data
     prepared = Path(data.prepared_dir)
     n_seen = 0

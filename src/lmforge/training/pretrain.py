@@ -30,31 +30,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import lightning as L
-from lightning.pytorch.callbacks import LearningRateMonitor
-from omegaconf import OmegaConf
 
 import lmforge
-from lmforge.config import Family, load_model_config
+from lmforge.config import Family, ModelConfig
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
+from lmforge.stage import Plan as StagePlan
 from lmforge.stage import StageResult
-from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tokenizer.config import TokenizerConfig
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, flatten
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
-from lmforge.training.config import (
-    ObjectiveConfig,
-    OptimConfig,
-    TrainConfig,
-    TrainerConfig,
-    objective_config,
-    optim_config,
-    train_config,
-    trainer_config,
-)
+from lmforge.training.config import ObjectiveConfig, OptimConfig, TrainConfig, TrainerConfig
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.objectives import OBJECTIVES
@@ -63,31 +53,27 @@ from lmforge.training.trainer import build_trainer
 RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "callbacks")
 
 
-def tokenizer_paths(cfg: Any) -> tuple[Path, Path]:
+def tokenizer_paths(tok: TokenizerConfig) -> tuple[Path, Path]:
     """(tokenizer.json, encoded folder) of the configured tokenizer."""
-    tok = tokenizer_config(cfg)
     return Path(tok.dir) / tok.name / "tokenizer.json", Path(tok.encoded_dir) / tok.name
 
 
-def model_values(cfg: Any, vocab_size: int, pad_id: int, seq_len: int) -> dict[str, Any]:
+def model_values(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int) -> dict[str, Any]:
     """The model group with what the data decides: vocabulary size and padding id."""
-    values = OmegaConf.to_container(cfg.model, resolve=True)
-    values.update(vocab_size=vocab_size, pad_token_id=pad_id)
-    config = load_model_config(values)
+    config = dataclasses.replace(model, vocab_size=vocab_size, pad_token_id=pad_id)
     if config.max_seq_len < seq_len:
         raise ConfigError(f"train.seq_len: got {seq_len}, expected <= model.max_seq_len={config.max_seq_len}")
     return config.to_dict()
 
 
-def fingerprint(cfg: Any, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
+def fingerprint(plan: StagePlan, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
     """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
     other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends)."""
     if not encoded_dir.is_dir():
         raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
-    values = OmegaConf.to_container(cfg, resolve=True)
-    values["train"].pop("resume", None)
+    values = {**plan.values, "train": {k: v for k, v in plan.values["train"].items() if k != "resume"}}
     code = sorted(Path(lmforge.__file__).parent.rglob("*.py"))
-    extends = [extended_checkpoint(cfg.train.get("extend_from"))] if cfg.train.get("extend_from") else []
+    extends = [extended_checkpoint(plan.train.extend_from)] if plan.train.extend_from else []
     files = [
         tokenizer_file,
         *sorted(p for p in encoded_dir.iterdir() if p.is_file()),
@@ -139,51 +125,48 @@ def changed_keys(recorded: str, stamp_text: str) -> list[str]:
     return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
 
 
-def folders(cfg: Any) -> list[str]:
+def folders(plan: StagePlan) -> list[str]:
     """The output folder a pretrain run writes alone (locked by `execute` before anything starts)."""
-    return [train_config(cfg.train).out_dir]
+    return [plan.train.out_dir]
 
 
-def will_resume(cfg: Any) -> bool:
-    """Whether `run(cfg)` continues this folder's run (MLflow then continues its run too); a refused
+def will_resume(plan: StagePlan) -> bool:
+    """Whether `run(plan)` continues this folder's run (MLflow then continues its run too); a refused
     resume (`train.resume=true` over another config) raises here, at the door."""
-    train = train_config(cfg.train)
-    tokenizer_file, encoded_dir = tokenizer_paths(cfg)
     try:
-        stamp_text = fingerprint(cfg, tokenizer_file, encoded_dir)
+        stamp_text = fingerprint(plan, *tokenizer_paths(plan.tokenizer))
     except (DataError, OSError):
         return False  # run() reports the problem
-    return not resume_from(train, Path(train.out_dir), stamp_text).fresh
+    return not resume_from(plan.train, Path(plan.train.out_dir), stamp_text).fresh
 
 
-def run(cfg: Any) -> StageResult:
-    plan = make_plan(cfg)
+def run(plan: StagePlan) -> StageResult:
+    job = prepare_run(plan)
 
     def build() -> PretrainModule:
         return PretrainModule(
-            plan.model, plain(plan.objective), plain(plan.optim), max_steps=plan.trainer.max_steps
+            job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
         )
 
-    return fit(plan, fingerprint(cfg, *tokenizer_paths(cfg)), build)
+    return fit(job, fingerprint(plan, *tokenizer_paths(plan.tokenizer)), build)
 
 
-def make_plan(
-    cfg: Any,
+def prepare_run(
+    plan: StagePlan,
     model: dict[str, Any] | None = None,
     objective: ObjectiveConfig | None = None,
     train: TrainConfig | None = None,
-) -> Plan:
-    """Validate what a run needs, before anything is written. `model` (ModelConfig values),
-    `objective` and `train` replace the config's groups (distillation: the student, its teacher's
+) -> Run:
+    """Check what a run needs, before anything is written. `model` (ModelConfig values),
+    `objective` and `train` replace the plan's groups (distillation: the student, its teacher's
     objective, its own output folders); a given model must already agree with the tokenizer."""
-    train, optim = train or train_config(cfg.train), optim_config(cfg.optim)
-    objective = objective or objective_config(cfg.objective)
-    trainer_cfg = trainer_config(cfg.trainer)
-    tokenizer_file, encoded_dir = tokenizer_paths(cfg)
+    train, optim, trainer_cfg = train or plan.train, plan.optim, plan.trainer
+    objective = objective or plan.objective
+    tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
     if model is None:
-        model = model_values(cfg, vocab_size, specials.pad, train.seq_len)
+        model = model_values(plan.model, vocab_size, specials.pad, train.seq_len)
     else:
         check_tokenizer(model, vocab_size, specials.pad, tokenizer_file)
         if model["max_seq_len"] < train.seq_len:
@@ -196,7 +179,7 @@ def make_plan(
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
         EncodedSplit(encoded_dir, split)
-    return Plan(cfg.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
+    return Run(plan.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
 
 
 def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokenizer_file: Path) -> None:
@@ -208,14 +191,14 @@ def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokeniz
         )
 
 
-def fit(plan: Plan, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
-    """Train `build()` under the plan: afresh, continued from its last.ckpt (`train.resume`) or from
+def fit(job: Run, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
+    """Train `build()` as `job` says: afresh, continued from its last.ckpt (`train.resume`) or from
     another run's (`train.extend_from`). The caller (`lmforge.tracking.execute`) holds the folder's lock."""
-    return _fit(plan, resume_from(plan.train, Path(plan.train.out_dir), stamp_text), stamp_text, build)
+    return _fit(job, resume_from(job.train, Path(job.train.out_dir), stamp_text), stamp_text, build)
 
 
-class Plan(NamedTuple):
-    """What `run` validated and decided, handed to `_fit`."""
+class Run(NamedTuple):
+    """What `prepare_run` checked and decided, handed to `_fit`."""
 
     seed: int
     train: TrainConfig
@@ -228,11 +211,11 @@ class Plan(NamedTuple):
     encoded_dir: Path
 
 
-def _fit(plan: Plan, start: Start, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
-    train, trainer_cfg, checkpoint = plan.train, plan.trainer, start.checkpoint
-    L.seed_everything(plan.seed, workers=True, verbose=False)
+def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
+    train, trainer_cfg, checkpoint = job.train, job.trainer, start.checkpoint
+    L.seed_everything(job.seed, workers=True, verbose=False)
     datamodule = PretrainDataModule(
-        str(plan.encoded_dir), plan.objective, train, plan.specials, plan.vocab_size, seed=plan.seed
+        str(job.encoded_dir), job.objective, train, job.specials, job.vocab_size, seed=job.seed
     )
     module = build()  # after seeding: its initial weights follow the seed
     if train.compile:
@@ -241,18 +224,11 @@ def _fit(plan: Plan, start: Start, stamp_text: str, build: Callable[[], Pretrain
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
     checkpoints = Checkpoints(train.out_dir, every_n_steps=train.checkpoint_every)
-    loggers = []
-    if (tracking := active_run()) is not None:
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        run_id, uri = tracking
-        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-    kwargs = dataclasses.asdict(trainer_cfg)
-    kwargs.pop("name")
     trainer = build_trainer(
-        kwargs,
-        logger=loggers or False,
-        callbacks=[curves, RandomState(), checkpoints] + ([LearningRateMonitor("step")] if loggers else []),
+        trainer_cfg,
+        mlflow_run=active_run(),
+        log_lr=True,
+        callbacks=[curves, RandomState(), checkpoints],
         default_root_dir=train.out_dir,
         enable_checkpointing=True,
         use_distributed_sampler=False,  # our VisitSampler shards by rank and resumes mid-epoch

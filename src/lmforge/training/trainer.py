@@ -1,4 +1,10 @@
-"""The Lightning `Trainer` of a stage: the `trainer` group's settings plus the stage's own wiring.
+"""The one Lightning `Trainer` construction: the `trainer` group's settings plus a stage's own wiring.
+
+Every loop (pretraining, distillation, fine-tuning, translation, scaling cells) builds its Trainer
+here, so accelerator, devices, nodes, strategy, precision, gradient clipping and accumulation mean the
+same in every stage, and every stage runs on GPUs or under DDP/FSDP the same way. A stage's wiring
+(callbacks, folders, and for a stage with its own loop length, such as fine-tuning's `max_steps`)
+replaces the group's value of the same name.
 
 Lightning checks accelerator, devices, strategy and precision when the Trainer is built; a setting
 this machine cannot run (an accelerator it lacks, an unknown strategy) becomes one `ConfigError`
@@ -7,20 +13,44 @@ line naming the settings, raised before the stage has written or deleted anythin
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from lmforge.errors import ConfigError
+from lmforge.training.config import TrainerConfig
 
 CHECKED = ("accelerator", "devices", "num_nodes", "strategy", "precision")  # what Lightning may refuse
 
 
-def build_trainer(settings: dict[str, Any], **wiring: Any) -> L.Trainer:
-    """`L.Trainer(**settings, **wiring)`; `settings` are the `trainer` group's values (without `name`)."""
+def build_trainer(
+    trainer: TrainerConfig,
+    *,
+    mlflow_run: tuple[str, str] | None = None,
+    log_lr: bool = False,
+    callbacks: list[L.Callback] | None = None,
+    **wiring: Any,
+) -> L.Trainer:
+    """`L.Trainer` from the group's settings, `wiring` replacing any of the same name.
+
+    `mlflow_run` (run id, tracking uri): log to that MLflow run (`lmforge.tracking.active_run()` for
+    the stage's own run); `log_lr` adds the learning rate per step to it."""
+    settings = {f.name: getattr(trainer, f.name) for f in dataclasses.fields(trainer) if f.name != "name"}
+    settings.update(wiring)
+    callbacks = list(callbacks or [])
+    loggers = []
+    if mlflow_run is not None:
+        from lightning.pytorch.callbacks import LearningRateMonitor
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        run_id, uri = mlflow_run
+        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
+        if log_lr:
+            callbacks.append(LearningRateMonitor("step"))
     try:
-        return L.Trainer(**settings, **wiring)
+        return L.Trainer(**settings, logger=loggers or False, callbacks=callbacks)
     except (MisconfigurationException, ValueError, ImportError) as err:  # ImportError: tpu without torch_xla
         given = ", ".join(f"trainer.{key}={settings[key]}" for key in CHECKED if key in settings)
         reason = " ".join(str(err).split())[:200]

@@ -28,11 +28,11 @@ import torch
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.translate.batches import encode_pairs
-from lmforge.translate.config import DecodeConfig, pairs_config, tokenizer_file, translate_config
+from lmforge.translate.config import DecodeConfig, tokenizer_file
 from lmforge.translate.decode import translate_batch
 from lmforge.translate.pairs import Pair, read_split
 
@@ -154,8 +154,8 @@ def samples_md(pairs: Sequence[Pair], hyps: Sequence[str], n: int, langs: tuple[
     return "\n".join(lines)
 
 
-def run(cfg: Any) -> StageResult:
-    pairs_cfg, translate = pairs_config(cfg.pairs), translate_config(cfg.translate)
+def run(plan: Plan) -> StageResult:
+    pairs_cfg, translate = plan.pairs, plan.translate
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
     model_path = Path(translate.out_dir) / "model.ckpt"
     module = load_module(model_path)

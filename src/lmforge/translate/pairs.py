@@ -28,9 +28,9 @@ from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tasks.fetch import cache_root
-from lmforge.translate.config import PairsConfig, PairsSource, pairs_config
+from lmforge.translate.config import PairsConfig, PairsSource
 
 SPLITS = ("train", "val", "test")
 NO_APT_HINT = (
@@ -250,8 +250,8 @@ def read_split(out_dir: str | Path, name: str) -> list[Pair]:
     return [Pair(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def run(cfg: Any) -> StageResult:
-    pairs = pairs_config(cfg.pairs)
+def run(plan: Plan) -> StageResult:
+    pairs = plan.pairs
     splits, numbers, card = prepare(pairs)  # everything is checked before the first write
     out, reports = Path(pairs.out_dir), Path(pairs.reports_dir)
     for name in SPLITS:

@@ -25,21 +25,21 @@ from typing import Any
 
 import lightning as L
 import torch
-from omegaconf import OmegaConf
 
-from lmforge.config import Family, load_model_config
+from lmforge.config import Family, ModelConfig
 from lmforge.errors import ConfigError
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.callbacks import CurveWriter
-from lmforge.training.config import OptimConfig, optim_config, trainer_config
+from lmforge.training.config import OptimConfig
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import plain
+from lmforge.training.trainer import build_trainer
 from lmforge.translate.batches import encode_pairs, loader
-from lmforge.translate.config import TranslateConfig, pairs_config, tokenizer_file, translate_config
+from lmforge.translate.config import TranslateConfig, tokenizer_file
 from lmforge.translate.pairs import read_split
 
 
@@ -59,10 +59,8 @@ def schedule(optim: OptimConfig, translate: TranslateConfig, d_model: int) -> Op
     return dataclasses.replace(optim, lr=noam_peak(optim, d_model), schedule="constant", warmup_steps=0)
 
 
-def model_values(cfg: Any, vocab_size: int, pad: int) -> dict[str, Any]:
-    values = OmegaConf.to_container(cfg.model, resolve=True)
-    values.update(vocab_size=vocab_size, pad_token_id=pad)
-    config = load_model_config(values)
+def model_values(model: ModelConfig, vocab_size: int, pad: int) -> dict[str, Any]:
+    config = dataclasses.replace(model, vocab_size=vocab_size, pad_token_id=pad)
     if config.family is not Family.encoder_decoder:
         raise ConfigError(
             f"model.family: got {config.family.value}, expected encoder_decoder for translation"
@@ -108,12 +106,11 @@ def save_model(path: Path, module: PretrainModule, state: dict[str, torch.Tensor
         )
 
 
-def run(cfg: Any) -> StageResult:
-    pairs, translate = pairs_config(cfg.pairs), translate_config(cfg.translate)
-    trainer_cfg, optim = trainer_config(cfg.trainer), optim_config(cfg.optim)
+def run(plan: Plan) -> StageResult:
+    pairs, translate, trainer_cfg, optim = plan.pairs, plan.translate, plan.trainer, plan.optim
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
     specials = special_token_ids(tokenizer)
-    model = model_values(cfg, tokenizer.get_vocab_size(), specials.pad)
+    model = model_values(plan.model, tokenizer.get_vocab_size(), specials.pad)
     optim = schedule(optim, translate, model["d_model"])
     if (
         translate.average_last > 1
@@ -134,7 +131,7 @@ def run(cfg: Any) -> StageResult:
             split,
         )
 
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    L.seed_everything(plan.seed, workers=True, verbose=False)
     module = PretrainModule(
         model,
         {"name": "translation", "kind": "span_corruption", "label_smoothing": translate.label_smoothing},
@@ -144,29 +141,22 @@ def run(cfg: Any) -> StageResult:
     out_dir, reports = Path(translate.out_dir), Path(translate.reports_dir)
     curves = CurveWriter(str(reports), every_n_steps=trainer_cfg.log_every_n_steps)
     last = LastWeights(translate.average_last, translate.checkpoint_every)
-    loggers, callbacks = [], [curves, last]
-    if (tracking := active_run()) is not None:  # curves and the learning rate per step go to MLflow too
-        from lightning.pytorch.callbacks import LearningRateMonitor
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        run_id, uri = tracking
-        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-        callbacks.append(LearningRateMonitor("step"))
-    kwargs = dataclasses.asdict(trainer_cfg)
-    kwargs.pop("name")
-    trainer = L.Trainer(
-        logger=loggers or False,
-        callbacks=callbacks,
+    trainer = build_trainer(
+        trainer_cfg,
+        mlflow_run=active_run(),  # curves and the learning rate per step go to MLflow too
+        log_lr=True,
+        callbacks=[curves, last],
         default_root_dir=str(out_dir),
         enable_checkpointing=False,  # model.ckpt is written below, from the final or averaged weights
         use_distributed_sampler=False,  # TokenBatches makes the batches
-        **kwargs,
     )
     bos = specials.eos  # <|endoftext|> starts the decoder and ends every sentence
     train_loader = loader(
-        splits["train"].pairs, translate.max_tokens, specials.pad, bos, cfg.seed, shuffle=True
+        splits["train"].pairs, translate.max_tokens, specials.pad, bos, plan.seed, shuffle=True
     )
-    val_loader = loader(splits["val"].pairs, translate.max_tokens, specials.pad, bos, cfg.seed, shuffle=False)
+    val_loader = loader(
+        splits["val"].pairs, translate.max_tokens, specials.pad, bos, plan.seed, shuffle=False
+    )
     trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader)
 
     state, steps = last.averaged()

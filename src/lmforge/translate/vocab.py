@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
 
 from tokenizers import Tokenizer
 
 from lmforge.io import atomic_path, write_json
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.builders import train_tokenizer
 from lmforge.tokenizer.config import Kind, TokenizerConfig
 from lmforge.tokenizer.specials import load_tokenizer
-from lmforge.translate.config import pairs_config, tokenizer_file, translate_config
+from lmforge.translate.config import tokenizer_file
 from lmforge.translate.pairs import read_split
 
 
@@ -34,8 +33,8 @@ def lengths(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
     return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
-def run(cfg: Any) -> StageResult:
-    pairs, translate = pairs_config(cfg.pairs), translate_config(cfg.translate)
+def run(plan: Plan) -> StageResult:
+    pairs, translate = plan.pairs, plan.translate
     train = read_split(pairs.out_dir, "train")
     tokenizer = learn(train, translate.vocab_size, translate.min_frequency)
     path = tokenizer_file(translate.tokenizer_dir)

@@ -19,7 +19,7 @@ from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import StageResult
+from lmforge.stage import Plan, StageResult
 from lmforge.structured import validate
 
 
@@ -98,8 +98,8 @@ def plot(runs: dict[str, dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def run(cfg: Any) -> StageResult:
-    summary_cfg = warmup_summary_config(cfg.warmup_summary)
+def run(plan: Plan) -> StageResult:
+    summary_cfg = plan.warmup_summary
     runs = {name: _read(Path(summary_cfg.runs_dir) / name) for name in summary_cfg.runs}
     arms: dict[str, list[str]] = {}
     for name in runs:
