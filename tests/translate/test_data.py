@@ -111,6 +111,24 @@ def test_token_batches_stay_within_max_tokens_and_cover_every_pair_once():
     assert token_batches([(3, 3), (3, 3), (3, 3)], 12, [0, 1, 2]) == [[0, 1], [2]]
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_len_is_the_number_of_batches_of_the_epoch_being_iterated(shuffle):
+    # Many pairs share their lengths, so each epoch's draw reorders them: the count must not move.
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.randint(3, 12, (200, 2), generator=g).tolist()
+    sampler = TokenBatches(
+        [Encoded([5] * s, [6] * t) for s, t in lengths], max_tokens=90, seed=7, shuffle=shuffle
+    )
+    epochs = []
+    for _ in range(4):  # Lightning asks len() before an epoch starts and again once it has started
+        before = len(sampler)
+        batches = iter(sampler)
+        assert len(sampler) == before
+        epochs.append(list(batches))
+        assert len(epochs[-1]) == before
+    assert shuffle == (epochs[0] != epochs[1])  # the epochs do differ (when shuffled)
+
+
 def test_a_pair_longer_than_max_tokens_is_refused():
     with pytest.raises(DataError, match="translate.max_tokens: got 10, expected at least 12"):
         TokenBatches([Encoded([1] * 6, [1] * 6)], max_tokens=10, seed=0)
