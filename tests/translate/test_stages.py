@@ -56,10 +56,11 @@ def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs, monkeypatch):
     scored = []
     monkeypatch.setattr(evaluate, "score", lambda hyps, refs: scored.append(hyps) or score(hyps, refs))
     out = evaluate.run(cfg)
-    assert len(scored) == 2 + 2  # beams 1 and 2 (the configured one among them) once each, two baselines
+    assert len(scored) == 3 + 2  # beams 1, 2 and the configured 4 once each, then the two baselines
     report = json.loads((local_pairs / "reports/translate/main/eval.json").read_text())
     assert report["test_sentences"] == 40 and set(out.metrics) >= {"bleu", "chrf", "bleu_beam1", "bleu_beam2"}
     assert report["baseline_dictionary_bleu"] > report["baseline_copy_bleu"]
+    assert report["bleu"] == report["bleu_beam4"]  # the headline is the configured beam's one score
     assert (local_pairs / "reports/translate/main/bleu_by_beam.png").stat().st_size > 1000
     samples = (local_pairs / "reports/translate/main/samples.md").read_text()
     assert samples.count("- hypothesis:") == 5 and "reference (tgt)" in samples
