@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from lmforge.config import Family
+from lmforge.errors import ConfigError
 from lmforge.evaluation.baseline import UnigramBaseline
-from lmforge.training.config import ObjectiveKind
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 from lmforge.training.objectives import OBJECTIVES, raw_length_for
 
 IGNORE = -100
@@ -21,6 +23,7 @@ def test_every_objective_kind_has_exactly_one_spec_with_its_family():
         ObjectiveKind.clm: Family.decoder,
         ObjectiveKind.mlm: Family.encoder,
         ObjectiveKind.span_corruption: Family.encoder_decoder,
+        ObjectiveKind.seq2seq: Family.encoder_decoder,
     }
     assert [k for k, spec in OBJECTIVES.items() if spec.generates] == [ObjectiveKind.clm]
 
@@ -29,6 +32,15 @@ def test_targets_are_what_each_objective_predicts():
     batch = {"labels": torch.tensor([[5, 6, IGNORE, 7], [IGNORE, 8, 9, IGNORE]])}
     assert OBJECTIVES[ObjectiveKind.clm].targets(batch).tolist() == [6, 7, 8, 9]  # token t+1 from t
     assert OBJECTIVES[ObjectiveKind.mlm].targets(batch).tolist() == [5, 6, 7, 8, 9]
+    assert OBJECTIVES[ObjectiveKind.seq2seq].targets(batch).tolist() == [5, 6, 7, 8, 9]
+
+
+def test_seq2seq_asks_for_pairs_not_a_corpus():
+    spec, objective = OBJECTIVES[ObjectiveKind.seq2seq], ObjectiveConfig(kind=ObjectiveKind.seq2seq)
+    with pytest.raises(ConfigError, match="objective.kind: got seq2seq, which trains on parallel pairs"):
+        spec.collator(objective, None, 100, 0)
+    with pytest.raises(ConfigError, match="objective.kind: got seq2seq"):
+        spec.examples(None, objective, None, 64, 0)
 
 
 def test_unigram_baseline_equals_add_one_smoothed_counts():

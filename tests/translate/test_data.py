@@ -10,10 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers import tiny
 from lmforge.errors import DataError
 from lmforge.objectives.masking import IGNORE_INDEX
-from lmforge.objectives.seq2seq import SpanCorruptionObjective
+from lmforge.objectives.seq2seq import Seq2SeqObjective
 from lmforge.training.config import OptimConfig
+from lmforge.training.module import PretrainModule
 from lmforge.translate.batches import Encoded, PairCollator, TokenBatches, encode_pairs, token_batches
 from lmforge.translate.config import (
     LocalPairs,
@@ -111,6 +113,24 @@ def test_token_batches_stay_within_max_tokens_and_cover_every_pair_once():
     assert token_batches([(3, 3), (3, 3), (3, 3)], 12, [0, 1, 2]) == [[0, 1], [2]]
 
 
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_len_is_the_number_of_batches_of_the_epoch_being_iterated(shuffle):
+    # Many pairs share their lengths, so each epoch's draw reorders them: the count must not move.
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.randint(3, 12, (200, 2), generator=g).tolist()
+    sampler = TokenBatches(
+        [Encoded([5] * s, [6] * t) for s, t in lengths], max_tokens=90, seed=7, shuffle=shuffle
+    )
+    epochs = []
+    for _ in range(4):  # Lightning asks len() before an epoch starts and again once it has started
+        before = len(sampler)
+        batches = iter(sampler)
+        assert len(sampler) == before
+        epochs.append(list(batches))
+        assert len(epochs[-1]) == before
+    assert shuffle == (epochs[0] != epochs[1])  # the epochs do differ (when shuffled)
+
+
 def test_a_pair_longer_than_max_tokens_is_refused():
     with pytest.raises(DataError, match="translate.max_tokens: got 10, expected at least 12"):
         TokenBatches([Encoded([1] * 6, [1] * 6)], max_tokens=10, seed=0)
@@ -161,13 +181,34 @@ def test_translation_loss_is_label_smoothed_cross_entropy_by_hand():
         "decoder_input_ids": torch.tensor([[1, 0]]),
         "labels": torch.tensor([[1, IGNORE_INDEX]]),  # the padded position counts for nothing
     }
-    loss, stats = SpanCorruptionObjective(label_smoothing=0.1)(Fixed(), batch)
+    loss, stats = Seq2SeqObjective(label_smoothing=0.1)(Fixed(), batch)
     by_hand = 0.9 * math.log(2) + 0.1 * (math.log(4) + math.log(2) + math.log(4)) / 3
     assert loss.item() == pytest.approx(by_hand, rel=1e-6)
     assert stats["nll_sum"].item() == pytest.approx(math.log(2), rel=1e-6)  # perplexity stays unsmoothed
     assert F.cross_entropy(logits[0, :1], torch.tensor([1]), label_smoothing=0.1).item() == pytest.approx(
         by_hand
     )
+
+
+def test_the_seq2seq_kind_trains_translation_as_span_corruption_did():
+    # translate_train used objective kind span_corruption; its own kind must give the same loss, stats
+    # and gradients on the same batch, so the committed translation metrics stay where they are.
+    pairs = [Encoded([7, 8, 9, 1], [4, 5, 6, 1]), Encoded([9, 1], [3, 12, 1]), Encoded([10, 11, 1], [2, 1])]
+    batch = PairCollator(pairs, pad=0, bos=1)([0, 1, 2])
+    model = tiny(family="encoder_decoder", n_encoder_layers=2, vocab_size=20, dropout=0.0).to_dict()
+    optim = {"name": "noam", "lr": 1.0, "schedule": "noam", "warmup_steps": 4}
+    results = []
+    for kind in ("span_corruption", "seq2seq"):
+        torch.manual_seed(0)
+        objective = {"name": "translation", "kind": kind, "label_smoothing": 0.1}
+        module = PretrainModule(model, objective, optim, max_steps=10)
+        loss, stats = module(batch)
+        loss.backward()
+        results.append((loss, stats, [p.grad for p in module.parameters()]))
+    (old_loss, old_stats, old_grads), (loss, stats, grads) = results
+    assert torch.equal(loss, old_loss) and loss.item() > 0
+    assert stats.keys() == old_stats.keys() and all(torch.equal(stats[k], old_stats[k]) for k in stats)
+    assert all(torch.equal(g, old) for g, old in zip(grads, old_grads, strict=True))
 
 
 def test_no_warmup_is_a_constant_rate_at_the_noam_peak():

@@ -1,10 +1,11 @@
 """Greedy and beam search: a toy model whose best sequence is known, beam 1 == greedy, batched ==
-unbatched, length limits and bad arguments."""
+unbatched, length limits and bad arguments; evaluation's sources encoded once for every beam size."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +16,11 @@ from lmforge.config import Family
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
 from lmforge.model.components.kv_cache import KVCache, LayerCache
-from lmforge.translate.decode import beam_search, greedy, length_penalty
+from lmforge.tokenizer.specials import SpecialTokens
+from lmforge.translate import evaluate
+from lmforge.translate.config import DecodeConfig, LongPairs
+from lmforge.translate.decode import beam_search, greedy, length_penalty, translate_batch
+from lmforge.translate.pairs import Pair
 
 BOS = EOS = 1
 A, B, C = 2, 3, 4
@@ -166,3 +171,50 @@ def test_bad_beam_arguments_are_one_line_errors(kwargs, match):
     ids, mask = _src()
     with pytest.raises(ConfigError, match=match):
         beam_search(TableModel(TRAP), ids, mask, bos=BOS, eos=EOS, **kwargs)
+
+
+class WordIds:
+    """A 'tokenizer' whose words are token ids: "5 9 3" <-> [5, 9, 3]."""
+
+    def encode_batch(self, texts, add_special_tokens=False):
+        return [SimpleNamespace(ids=[int(w) for w in t.split()]) for t in texts]
+
+    def decode(self, ids):
+        return " ".join(map(str, ids))
+
+
+def test_every_beam_size_decodes_the_sources_encoded_once_as_one_sentence_at_a_time_would(monkeypatch):
+    torch.manual_seed(0)
+    config = tiny(family="encoder_decoder", n_encoder_layers=2, vocab_size=40, dropout=0.0)
+    model = build_model(config).double().eval()
+    with torch.no_grad():  # sharp next-token choices, none of them EOS: hypotheses of several tokens
+        weight = model.encoder_embeddings.tok.weight  # tied: also the output projection
+        weight.mul_(20.0)
+        weight[EOS] = 0.0
+    g = torch.Generator().manual_seed(3)
+    sources = [torch.randint(3, 40, (n,), generator=g).tolist() for n in (5, 2, 7, 3, 6)]
+    pairs = [Pair(str(i), "", " ".join(map(str, s)), "") for i, s in enumerate(sources)]
+    specials = SpecialTokens(pad=0, unk=None, cls=None, sep=None, mask=None, eos=EOS, bos=EOS, sentinels=())
+    decode, beams = DecodeConfig(max_len_b=3, batch_size=2), (1, 3)
+    calls = Counter()
+    encode, translate = evaluate.encode_pairs, evaluate.translate_batch
+    monkeypatch.setattr(evaluate, "encode_pairs", lambda *a, **k: calls.update(["encode"]) or encode(*a, **k))
+    monkeypatch.setattr(
+        evaluate, "translate_batch", lambda *a, **k: calls.update([k["beam_size"]]) or translate(*a, **k)
+    )
+
+    batches = evaluate.source_batches(WordIds(), pairs, specials, config.max_seq_len, LongPairs.truncate, 2)
+    decoded = {beam: evaluate.decode_all(model, WordIds(), batches, specials, decode, beam) for beam in beams}
+    assert calls == {"encode": 1, 1: 3, 3: 3}  # 5 sentences in 3 batches: one pass over them per beam size
+
+    limits = dict(alpha=decode.length_penalty, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+    for beam in beams:
+        alone = []
+        for source in sources:
+            ids = torch.tensor([[*source, EOS]])
+            hyp = translate_batch(
+                model, ids, torch.ones_like(ids), bos=EOS, eos=EOS, pad=0, beam_size=beam, **limits
+            )
+            alone.append(WordIds().decode(hyp[0]))
+        assert decoded[beam].hypotheses == alone  # in the order of the pairs, not of the length batches
+        assert all(alone)

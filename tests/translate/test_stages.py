@@ -15,6 +15,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from helpers import entry_stage
+from lmforge.translate import evaluate
+from lmforge.translate.evaluate import score
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "pairs.tsv"
@@ -41,7 +43,7 @@ def local_pairs(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs):
+def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs, monkeypatch):
     cfg = _config("trainer.max_steps=40", "trainer.val_check_interval=20", "translate.average_last=2")
     entry_stage("translate_data")(cfg)
     card = (local_pairs / "reports/translate/data_card.md").read_text()
@@ -52,10 +54,14 @@ def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs):
     assert result.metrics["steps"] == 40 and result.metrics["averaged_checkpoints"] == 2
     curve = (local_pairs / "reports/translate/main/val_loss.csv").read_text().splitlines()[1:]
     assert len(curve) == 2 and float(curve[1].split(",")[1]) < float(curve[0].split(",")[1])  # it learns
+    scored = []
+    monkeypatch.setattr(evaluate, "score", lambda hyps, refs: scored.append(hyps) or score(hyps, refs))
     out = entry_stage("translate_eval")(cfg)
+    assert len(scored) == 3 + 2  # beams 1, 2 and the configured 4 once each, then the two baselines
     report = json.loads((local_pairs / "reports/translate/main/eval.json").read_text())
     assert report["test_sentences"] == 40 and set(out.metrics) >= {"bleu", "chrf", "bleu_beam1", "bleu_beam2"}
     assert report["baseline_dictionary_bleu"] > report["baseline_copy_bleu"]
+    assert report["bleu"] == report["bleu_beam4"]  # the headline is the configured beam's one score
     assert (local_pairs / "reports/translate/main/bleu_by_beam.png").stat().st_size > 1000
     samples = (local_pairs / "reports/translate/main/samples.md").read_text()
     assert samples.count("- hypothesis:") == 5 and "reference (tgt)" in samples

@@ -1,4 +1,5 @@
-"""Pretraining objectives (MLM + NSP, causal LM, T5 span corruption), their corruption and collators.
+"""Training objectives (MLM + NSP, causal LM, T5 span corruption, sequence-to-sequence), their
+corruption and collators.
 
 An objective is a small `nn.Module` called as `objective(model, batch) -> (loss, stats)`; heads with
 parameters (the NSP pooler) live in it so they are registered, optimised and checkpointed.
@@ -10,7 +11,7 @@ from lmforge.objectives.masking import IGNORE_INDEX, MLMMasker, mask_tokens
 from lmforge.objectives.mlm import MaskedLMObjective
 from lmforge.objectives.nsp import NSPHead
 from lmforge.objectives.rng import ExampleRNG
-from lmforge.objectives.seq2seq import SpanCorruptionObjective
+from lmforge.objectives.seq2seq import Seq2SeqObjective, SpanCorruptionObjective
 from lmforge.objectives.span_corruption import (
     SpanCorruptor,
     corrupt_spans,
@@ -28,6 +29,7 @@ __all__ = [
     "MLMMasker",
     "MaskedLMObjective",
     "NSPHead",
+    "Seq2SeqObjective",
     "SpanCorruptionCollator",
     "SpanCorruptionObjective",
     "SpanCorruptor",

@@ -1,8 +1,10 @@
-"""Teacher-forced encoder-decoder objective, used for T5 span corruption (Raffel et al. 2020).
+"""Teacher-forced encoder-decoder objectives: translation (Vaswani et al. 2017) and T5 span
+corruption (Raffel et al. 2020).
 
 The decoder reads `decoder_input_ids` (start token + targets shifted right, built by the collator)
-and its logits at position t are scored against `labels[:, t]`; padding is -100. The same loss
-serves any sequence-to-sequence task (translation, Vaswani et al. 2017) whose batches have these keys.
+and its logits at position t are scored against `labels[:, t]`; padding is -100. Both objectives
+minimise this token cross entropy; span corruption also reports how well the dropped text alone is
+restored, which plain source -> target pairs have no notion of.
 """
 
 from __future__ import annotations
@@ -11,23 +13,21 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from lmforge.objectives.losses import check_label_smoothing, token_cross_entropy
+from lmforge.objectives.losses import TokenLoss, check_label_smoothing, token_cross_entropy
 
 
-class SpanCorruptionObjective(nn.Module):
-    """`objective(model, batch) -> (loss, stats)` for T5-style pretraining.
+class Seq2SeqObjective(nn.Module):
+    """`objective(model, batch) -> (loss, stats)` for source -> target pairs (translation).
 
     Batch: `input_ids`, `attention_mask` `(B, T_enc)`; `decoder_input_ids`, `decoder_attention_mask`,
-    `labels` `(B, T_dec)`; `content_mask` optional. Stats (detached 0-dim): loss, accuracy, n_tokens,
-    nll_sum, n_correct, and with a content mask n_content, n_content_correct: accuracy on the dropped
-    text alone, without the sentinels and EOS that are easy to predict.
+    `labels` `(B, T_dec)`. Stats (detached 0-dim): loss, accuracy, n_tokens, nll_sum, n_correct.
     """
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
         super().__init__()
         self.label_smoothing = check_label_smoothing(label_smoothing)
 
-    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+    def token_loss(self, model: nn.Module, batch: Mapping[str, Tensor]) -> TokenLoss:
         out = model(
             batch["input_ids"],
             attention_mask=batch.get("attention_mask"),
@@ -36,12 +36,27 @@ class SpanCorruptionObjective(nn.Module):
         )
         logits = out.logits  # (B, T_dec, V)
         labels = batch["labels"]  # (B, T_dec)
-        result = token_cross_entropy(
+        return token_cross_entropy(
             logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), self.label_smoothing
         )
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        result = self.token_loss(model, batch)
+        return result.loss, result.stats()
+
+
+class SpanCorruptionObjective(Seq2SeqObjective):
+    """The same loss for T5-style pretraining, with accuracy on the dropped text.
+
+    With a `content_mask` `(B, T_dec)` in the batch the stats add n_content and n_content_correct:
+    accuracy on the dropped text alone, without the sentinels and EOS that are easy to predict.
+    """
+
+    def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        result = self.token_loss(model, batch)
         stats = result.stats()
         if "content_mask" in batch:
-            content = batch["content_mask"]  # (B, T_dec)
+            content, labels = batch["content_mask"], batch["labels"]  # (B, T_dec)
             stats["n_content"] = content.sum()
             predictions = result.predictions.view_as(labels)  # (B, T_dec)
             stats["n_content_correct"] = ((predictions == labels) & content).sum()

@@ -23,6 +23,7 @@ class ObjectiveKind(str, Enum):
     clm = "clm"  # GPT next-token prediction on packed blocks
     mlm = "mlm"  # BERT / RoBERTa masked language modelling (+ optional NSP)
     span_corruption = "span_corruption"  # T5 denoising of dropped spans
+    seq2seq = "seq2seq"  # plain source -> target pairs (translation); trains on pairs, not a corpus
 
 
 @dataclass

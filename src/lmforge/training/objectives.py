@@ -1,4 +1,4 @@
-"""One record per pretraining objective: everything that differs between objectives, in one place.
+"""One record per training objective: everything that differs between objectives, in one place.
 
 The datamodule, the LightningModule, the pretrain stage's family check and evaluation's unigram
 baseline look an `ObjectiveSpec` up once by `objective.kind` instead of branching on it, so a new
@@ -9,12 +9,17 @@ objective is one entry here.
     mlm + nsp        encoder          SentencePairDataset([CLS] A [SEP] B [SEP], 50% IsNext)  MLMCollator
     mlm              encoder          PackedDataset([CLS] ... [SEP], RoBERTa full sentences)  MLMCollator
     span_corruption  encoder_decoder  PackedDataset(raw block sized so inputs fit seq_len)    SpanCorruptionCollator
+    seq2seq          encoder_decoder  none: parallel pairs, batched by the translate stages  none
+
+The translate stages train `seq2seq` through the same LightningModule; its pairs and token-count
+batches come from `lmforge.translate.batches`, so asking the corpus datamodule for them is an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 from torch import nn
@@ -30,6 +35,7 @@ from lmforge.objectives import (
     CausalLMObjective,
     MaskedLMObjective,
     MLMCollator,
+    Seq2SeqObjective,
     SpanCorruptionCollator,
     SpanCorruptionObjective,
     noise_span_counts,
@@ -103,6 +109,14 @@ def span_collator(o: ObjectiveConfig, s: SpecialTokens, vocab_size: int, seed: i
     )
 
 
+def pairs_only(*_: object) -> NoReturn:
+    """A monolingual corpus has no targets for `seq2seq`: it trains on the translate stages' pairs."""
+    raise ConfigError(
+        "objective.kind: got seq2seq, which trains on parallel pairs (the translate stages); "
+        "expected clm, mlm or span_corruption for a corpus"
+    )
+
+
 OBJECTIVES: dict[ObjectiveKind, ObjectiveSpec] = {
     ObjectiveKind.clm: ObjectiveSpec(
         family=Family.decoder,
@@ -125,6 +139,13 @@ OBJECTIVES: dict[ObjectiveKind, ObjectiveSpec] = {
         examples=span_examples,
         collator=span_collator,
         loss=lambda o, model: SpanCorruptionObjective(o.label_smoothing),
+        targets=labelled,
+    ),
+    ObjectiveKind.seq2seq: ObjectiveSpec(
+        family=Family.encoder_decoder,
+        examples=pairs_only,
+        collator=pairs_only,
+        loss=lambda o, model: Seq2SeqObjective(o.label_smoothing),
         targets=labelled,
     ),
 }

@@ -6,7 +6,9 @@ labels = tokens + EOS. `TokenBatches` sorts the pairs by length (ties broken by 
 each epoch's buckets differ), cuts the sorted order into batches whose padded size
 `rows * (longest source + longest target)` stays within `max_tokens`, and shuffles the batches;
 padding stays small because neighbours in the order have similar lengths. Epoch e draws with
-seed (seed, e), so a run is reproducible.
+seed (seed, e), so a run is reproducible. The draw only reorders pairs of equal (source, target)
+lengths, so every epoch is cut at the same places: the number of batches is fixed by the lengths and
+`max_tokens`, and `len()` is counted once.
 """
 
 from __future__ import annotations
@@ -86,11 +88,14 @@ class TokenBatches(torch.utils.data.Sampler[list[int]]):
                 "source + target tokens)"
             )
         self.max_tokens, self.seed, self.shuffle, self.epoch = max_tokens, seed, shuffle, 0
+        self.by_length = sorted(range(len(self.lengths)), key=lambda i: self.lengths[i])
+        # Lightning asks len() before and after starting an epoch; both answers are this epoch's count
+        # because the tie-breaking draw never moves a cut (see the module docstring).
+        self.n_batches = len(token_batches(self.lengths, max_tokens, self.by_length))
 
     def _batches(self, epoch: int) -> list[list[int]]:
         if not self.shuffle:
-            order = sorted(range(len(self.lengths)), key=lambda i: self.lengths[i])
-            return token_batches(self.lengths, self.max_tokens, order)
+            return token_batches(self.lengths, self.max_tokens, self.by_length)
         rng = random.Random(f"{self.seed}:{epoch}")
         ties = [rng.random() for _ in self.lengths]
         order = sorted(range(len(self.lengths)), key=lambda i: (self.lengths[i], ties[i]))
@@ -104,7 +109,7 @@ class TokenBatches(torch.utils.data.Sampler[list[int]]):
         return iter(batches)
 
     def __len__(self) -> int:
-        return len(self._batches(self.epoch))
+        return self.n_batches
 
 
 class PairCollator:

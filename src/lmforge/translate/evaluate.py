@@ -7,7 +7,8 @@ copying the source sentence, and a word-by-word dictionary learnt from the train
 source word becomes the target word with the highest Dice coefficient of sentence co-occurrence,
 2 c(s, t) / (c(s) + c(t)); words never seen are copied). BLEU is measured for every beam size in
 `translate.beam_sizes` (a curve for `dvc plots` and a PNG); the configured beam size gives the
-headline numbers and the samples.
+headline numbers and the samples. The test sources are encoded and batched once, and each beam size
+decodes and is scored once.
 
 Outputs under {reports_dir}: eval.json (metrics), bleu.md (the table with the signatures),
 samples.md (source, reference, hypothesis), bleu_by_beam.csv and bleu_by_beam.png.
@@ -21,7 +22,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -29,10 +30,10 @@ import torch
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
 from lmforge.stage import Plan, StageResult
-from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.translate.batches import encode_pairs
-from lmforge.translate.config import DecodeConfig, tokenizer_file
+from lmforge.translate.config import DecodeConfig, LongPairs, tokenizer_file
 from lmforge.translate.decode import translate_batch
 from lmforge.translate.pairs import Pair, read_split
 
@@ -85,27 +86,53 @@ class Dictionary:
         return re.sub(r" ([,.;:!?)])", r"\1", " ".join(out))
 
 
-def decode_all(
-    module, tokenizer, pairs: Sequence[Pair], decode: DecodeConfig, beam_size: int, max_len: int, long_pairs
-):
-    """Hypothesis strings in the order of `pairs`, decoded in batches of similar source length."""
-    specials = special_token_ids(tokenizer)
+class SourceBatch(NamedTuple):
+    rows: list[int]  # indices of its pairs in the test split
+    input_ids: torch.Tensor  # (B, S) sources + EOS, right-padded
+    attention_mask: torch.Tensor  # (B, S)
+
+
+def source_batches(
+    tokenizer, pairs: Sequence[Pair], specials: SpecialTokens, max_len: int, long_pairs: LongPairs, size: int
+) -> list[SourceBatch]:
+    """The sources encoded once and cut into batches of similar length (little padding), for every
+    beam size to decode."""
     encoded = encode_pairs(tokenizer, pairs, specials.eos, max_len, long_pairs, "test").pairs
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].source))
-    out: list[list[int]] = [[] for _ in encoded]
-    model = module.model
-    for start in range(0, len(order), decode.batch_size):
-        rows = order[start : start + decode.batch_size]
+    batches = []
+    for start in range(0, len(order), size):
+        rows = order[start : start + size]
         S = max(len(encoded[i].source) for i in rows)
         ids = torch.full((len(rows), S), specials.pad, dtype=torch.long)
         mask = torch.zeros((len(rows), S), dtype=torch.long)
         for r, i in enumerate(rows):
             ids[r, : len(encoded[i].source)] = torch.tensor(encoded[i].source)
             mask[r, : len(encoded[i].source)] = 1
+        batches.append(SourceBatch(rows, ids, mask))
+    return batches
+
+
+class Decoded(NamedTuple):
+    hypotheses: list[str]  # in the order of the test split
+    seconds: float  # decoding the batches and detokenising, not encoding the sources
+
+
+def decode_all(
+    model,
+    tokenizer,
+    batches: Sequence[SourceBatch],
+    specials: SpecialTokens,
+    decode: DecodeConfig,
+    beam_size: int,
+) -> Decoded:
+    """Every batch decoded with `beam_size`; the start token is EOS, which also ends every sentence."""
+    start = time.perf_counter()
+    out: list[list[int]] = [[] for _ in range(sum(len(b.rows) for b in batches))]
+    for batch in batches:
         hyps = translate_batch(
             model,
-            ids,
-            mask,
+            batch.input_ids,
+            batch.attention_mask,
             bos=specials.eos,
             eos=specials.eos,
             pad=specials.pad,
@@ -114,9 +141,10 @@ def decode_all(
             max_len_a=decode.max_len_a,
             max_len_b=decode.max_len_b,
         )
-        for i, hyp in zip(rows, hyps):
+        for i, hyp in zip(batch.rows, hyps):
             out[i] = hyp
-    return [tokenizer.decode(ids).strip() for ids in out]
+    hypotheses = [tokenizer.decode(ids).strip() for ids in out]
+    return Decoded(hypotheses, time.perf_counter() - start)
 
 
 def plot(rows: list[dict[str, float]], path: Path) -> None:
@@ -168,17 +196,25 @@ def run(plan: Plan) -> StageResult:
     if translate.test_examples is not None:
         test = test[: translate.test_examples]
     refs = [p.target for p in test]
-    max_len = module.model_config.max_seq_len
+    specials = special_token_ids(tokenizer)
+    batches = source_batches(
+        tokenizer,
+        test,
+        specials,
+        module.model_config.max_seq_len,
+        translate.long_pairs,
+        translate.decode.batch_size,
+    )
     beams = sorted(set(translate.beam_sizes) | {translate.decode.beam_size})
-    by_beam, hyps_by_beam = [], {}
-    for beam in beams:
-        start = time.perf_counter()
-        hyps = decode_all(module, tokenizer, test, translate.decode, beam, max_len, translate.long_pairs)
-        seconds = time.perf_counter() - start
-        hyps_by_beam[beam] = hyps
-        s = score(hyps, refs)
-        by_beam.append({"beam_size": beam, "bleu": s["bleu"], "chrf": s["chrf"], "seconds": seconds})
-    main = score(hyps_by_beam[translate.decode.beam_size], refs)
+    decoded = {
+        beam: decode_all(module.model, tokenizer, batches, specials, translate.decode, beam) for beam in beams
+    }
+    scores = {beam: score(decoded[beam].hypotheses, refs) for beam in beams}
+    by_beam = [
+        {"beam_size": b, "bleu": scores[b]["bleu"], "chrf": scores[b]["chrf"], "seconds": decoded[b].seconds}
+        for b in beams
+    ]
+    main = scores[translate.decode.beam_size]
     dictionary = Dictionary(read_split(pairs_cfg.out_dir, "train"))
     copy = score([p.source for p in test], refs)
     word = score([dictionary(p.source) for p in test], refs)
@@ -222,7 +258,7 @@ def run(plan: Plan) -> StageResult:
     langs = (pairs_cfg.source_lang, pairs_cfg.target_lang)
     write_text(
         reports / "samples.md",
-        samples_md(test, hyps_by_beam[translate.decode.beam_size], translate.samples, langs),
+        samples_md(test, decoded[translate.decode.beam_size].hypotheses, translate.samples, langs),
     )
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=["beam_size", "bleu", "chrf", "seconds"], lineterminator="\n")

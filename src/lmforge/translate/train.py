@@ -4,7 +4,7 @@ The recipe of Vaswani et al. (2017), as configuration: the `model` group (transf
 sinusoidal positions, embeddings scaled by sqrt(d_model) and one matrix for encoder input, decoder
 input and output projection), the `optim` group (Adam 0.9/0.98/1e-9 with the Noam schedule), label
 smoothing and token-count batches from `translate`. The network and its training step are the
-pretrain stage's (`PretrainModule` with the sequence-to-sequence cross entropy), so validation loss,
+pretrain stage's (`PretrainModule` with the `seq2seq` objective's token cross entropy), so validation loss,
 curves and checkpoints mean the same as there.
 
 `translate.warmup=false` replaces the Noam schedule by a constant rate equal to its peak,
@@ -134,7 +134,7 @@ def run(plan: Plan) -> StageResult:
     L.seed_everything(plan.seed, workers=True, verbose=False)
     module = PretrainModule(
         model,
-        {"name": "translation", "kind": "span_corruption", "label_smoothing": translate.label_smoothing},
+        {"name": "translation", "kind": "seq2seq", "label_smoothing": translate.label_smoothing},
         plain(optim),
         max_steps=trainer_cfg.max_steps,
     )
