@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from lmforge.corpora import fetch
 from lmforge.data import card, mix
 from lmforge.data.config import MIX_COMPONENTS, data_config
 from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.data.prepare import run
 from lmforge.errors import ConfigError, DataError
-from lmforge.tasks import fetch
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "data"
 

