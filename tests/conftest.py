@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from helpers import stage_config, write_corpus
-from lmforge.data import encode, prepare
+from lmforge.data import prepare
+from lmforge.encoding import encode
 from lmforge.tokenizer import train as train_tokenizer
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lmforge.data import encode
 from lmforge.data.documents import Document, write_documents
+from lmforge.encoding import encode
 from lmforge.tokenizer import train as train_stage
 from lmforge.tokenizer.specials import (
     BPE_SPECIALS,

@@ -10,8 +10,8 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.data.documents import SPLITS, Document, read_documents, write_documents
-from lmforge.data.encode import run
 from lmforge.data.encoded import EncodedSplit, token_dtype
+from lmforge.encoding.encode import run
 from lmforge.errors import DataError
 from lmforge.tokenizer import load_tokenizer
 from lmforge.tokenizer.train import run as train_tokenizer
