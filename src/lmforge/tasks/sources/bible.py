@@ -3,8 +3,9 @@
 Source: the Debian packages `sword-text-kjv` and `sword-text-web`, fetched, pinned by sha256,
 cached and read verse by verse by `lmforge.corpora.bible`. Verses are aligned by (book, chapter,
 verse). Label "1": the two versions of the same verse; label "0": the KJV verse and the WEB text of
-another verse of the same book at most `max_chapter_distance` chapters away. One positive and one negative per aligned verse, so the set
-is balanced. Pairs are grouped by book: no verse text appears in two splits.
+another verse of the same book at most `max_chapter_distance` chapters away. One positive and one
+negative per aligned verse, so the set is balanced. Pairs are grouped by book: no verse text appears
+in two splits.
 """
 
 from __future__ import annotations
