@@ -5,7 +5,7 @@ Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents
 """
 
 from lmforge.data.config import data_config
-from lmforge.data.encode import run
+from lmforge.encoding.encode import run
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tracking import cli

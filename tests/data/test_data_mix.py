@@ -16,12 +16,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage
+from lmforge.corpora import fetch
 from lmforge.data import card, mix
 from lmforge.data.config import MIX_COMPONENTS, data_config
 from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.errors import ConfigError, DataError
-from lmforge.tasks import fetch
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "data"
 

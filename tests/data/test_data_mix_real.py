@@ -9,8 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage
-from lmforge.data import brown
-from lmforge.tasks import fetch
+from lmforge.corpora import brown, fetch
 
 # documents and whitespace words per component (all splits) of the pinned packages
 EXPECTED = {

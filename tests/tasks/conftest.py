@@ -45,7 +45,7 @@ def read_jsonl():
 
 
 def plant(cache: Path, client: str, package: str, version: str, filename: str, data: bytes) -> str:
-    """Put `data` where lmforge.tasks.fetch caches `package==version`, as if fetched; return its sha256."""
+    """Put `data` where lmforge.corpora.fetch caches `package==version`, as if fetched; return its sha256."""
     folder = cache / client / f"{package}-{version}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / filename).write_bytes(data)

@@ -11,9 +11,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage
+from lmforge.corpora import fetch
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
-from lmforge.tasks import fetch
-from lmforge.tasks.config import Pin
 
 SPLITS = ("train", "val", "test")
 

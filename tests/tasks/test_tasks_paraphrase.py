@@ -12,9 +12,10 @@ from pysword import bible as pysword_bible
 from pysword.books import BibleStructure
 
 from helpers import entry_stage
-from lmforge.tasks.config import Kind, Pin
-from lmforge.tasks.sources import Context, bible
-from lmforge.tasks.sources.bible import Module, clean_osis, load_verses
+from lmforge.corpora import bible as corpora_bible
+from lmforge.corpora.bible import Module, clean_osis, load_verses
+from lmforge.corpora.pin import Pin
+from lmforge.tasks.sources import bible
 
 SPLITS = ("train", "val", "test")
 
@@ -33,7 +34,7 @@ def test_clean_osis_keeps_words_apart_and_drops_notes(fixtures):
 
 
 def test_pairs_are_balanced_nearby_and_grouped_by_book(tmp_path, task_cfg, repo, read_jsonl, monkeypatch):
-    def fake_verses(module, ctx):
+    def fake_verses(module, cache):
         tag = module.module
         return {
             (b, c, v): f"{tag} {b} {c}:{v}"
@@ -98,8 +99,8 @@ def test_load_verses_inflates_each_block_once(tmp_path, monkeypatch):
     }
     exodus = {("Exodus", 1, 1): "Now these are the names.", ("Exodus", 1, 2): "Reuben, Simeon."}
     write_ztext(tmp_path / "usr" / "share" / "sword", [genesis, exodus])
-    monkeypatch.setattr(bible, "apt_deb", lambda pin, cache: tmp_path / "tiny.deb")
-    monkeypatch.setattr(bible, "unpack_deb", lambda deb: tmp_path)
+    monkeypatch.setattr(corpora_bible, "apt_deb", lambda pin, cache: tmp_path / "tiny.deb")
+    monkeypatch.setattr(corpora_bible, "unpack_deb", lambda deb: tmp_path)
     inflated = []
     real_decompress = zlib.decompress
 
@@ -109,8 +110,7 @@ def test_load_verses_inflates_each_block_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pysword_bible.zlib, "decompress", counting_decompress)
 
-    ctx = Context("paraphrase", Kind.pair_classification, ("0", "1"), tmp_path, 0)
-    verses = load_verses(Module(pin=Pin(package="tiny"), module="Tiny"), ctx)
+    verses = load_verses(Module(pin=Pin(package="tiny"), module="Tiny"), tmp_path)
 
     assert verses == {
         ("Gen", 1, 1): "In the beginning God created the heaven.",

@@ -9,9 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage
+from lmforge.corpora.fetch import cache_root
+from lmforge.corpora.pin import Pin
 from lmforge.errors import ConfigError, DataError
-from lmforge.tasks.config import Kind, Pin
-from lmforge.tasks.fetch import cache_root
+from lmforge.tasks.config import Kind
 from lmforge.tasks.sources import Context, wordnet
 from lmforge.tasks.sources.wordnet import derive, load_synsets, parse_data, sample
 

@@ -72,13 +72,13 @@ def test_misaligned_or_empty_pairs_are_refused_naming_the_line(tmp_path, text, m
 
 
 def test_a_missing_debian_client_names_the_local_alternative(monkeypatch, tmp_path):
-    from lmforge.tasks import fetch
+    from lmforge.corpora import fetch
 
     def no_apt(pin, cache):
         raise DataError(f"apt-get not found on PATH; it is needed to run: apt-get download {pin.package}")
 
     monkeypatch.setattr(fetch, "apt_deb", no_apt)
-    monkeypatch.setattr("lmforge.tasks.sources.bible.apt_deb", no_apt)
+    monkeypatch.setattr("lmforge.corpora.bible.apt_deb", no_apt)
     module = {"pin": {"package": "sword-text-web", "version": "1", "sha256": "0" * 64}, "module": "x"}
     cfg = pairs_config({"first": module, "second": module})
     with pytest.raises(

@@ -57,8 +57,9 @@ MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
 class DebianPin:
     """A Debian package fetched with `apt-get download <package>=<version>`, checked against a sha256.
 
-    The fields of `lmforge.tasks.config.Pin`, declared here so that the data config, which every
-    training stage reads, does not import the tasks package (`lmforge.data.mix` converts it).
+    The fields of `lmforge.corpora.pin.Pin`, declared here so that a bad value names its data key
+    (`data.mix.<name>.sha256`) and the data config, which every training stage reads, imports no
+    fetching code (`lmforge.data.mix` converts it).
     """
 
     package: str = MISSING  # Debian package name

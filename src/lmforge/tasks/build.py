@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lmforge.corpora.fetch import cache_root
 from lmforge.errors import DataError
 from lmforge.io import sha256_files, write_json, write_text
 from lmforge.stage import Plan, StageResult
 from lmforge.tasks import card
 from lmforge.tasks.config import TaskConfig
-from lmforge.tasks.fetch import cache_root
 from lmforge.tasks.records import Example, check, check_unique_ids, input_key, write_records
 from lmforge.tasks.registry import entry_for
 from lmforge.tasks.sources import Context, Loaded

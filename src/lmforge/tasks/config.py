@@ -46,19 +46,6 @@ METRICS_FOR = {
 
 
 @dataclass
-class Pin:
-    """One package fetched with its ordinary client, pinned exactly and checked against a sha256."""
-
-    package: str = MISSING  # name in its registry (PyPI, npm, Debian)
-    version: str = MISSING  # exact version; Debian versions keep their epoch, e.g. "1:3.0-37"
-    sha256: str = MISSING  # of the fetched file (sdist, wheel, .deb)
-
-    def __post_init__(self) -> None:
-        if self.sha256 != MISSING and not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
-            raise ConfigError(f"sha256={self.sha256!r} of {self.package}; expected 64 lowercase hex digits")
-
-
-@dataclass
 class TaskConfig:
     name: str = MISSING  # task name: the card's title and, by default, the output folder
     kind: Kind = MISSING  # classification | pair_classification | tagging | qa

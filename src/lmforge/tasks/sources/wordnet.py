@@ -29,9 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lmforge.corpora.fetch import apt_deb, unpack_deb
+from lmforge.corpora.pin import Pin
 from lmforge.errors import ConfigError, DataError
-from lmforge.tasks.config import Kind, Pin
-from lmforge.tasks.fetch import apt_deb, unpack_deb
+from lmforge.tasks.config import Kind
 from lmforge.tasks.records import Example, example
 from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.splits import rank

@@ -1,5 +1,8 @@
 """The `encode` stage: prepared splits -> token arrays with sentence/document boundaries.
 
+It reads both floors below it: the prepared documents (`lmforge.data`) and a trained tokenizer
+(`lmforge.tokenizer`).
+
 Every sentence is encoded with `encode_batch(..., add_special_tokens=False)`; datasets add the
 special tokens their objective needs. Output layout: see `lmforge.data.encoded`.
 """
@@ -17,8 +20,8 @@ from lmforge.data.documents import SPLITS, Document, read_documents
 from lmforge.data.encoded import SplitWriter, token_dtype
 from lmforge.io import write_json
 from lmforge.stage import Plan, StageResult
+from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-from lmforge.tokenizer.train import tokenizer_path
 
 
 def _document_batches(docs: Iterator[Document], n_sentences: int) -> Iterator[list[Document]]:

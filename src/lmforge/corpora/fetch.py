@@ -3,7 +3,8 @@
 `pip download` (PyPI sdists and wheels; no install, no code run) and `apt-get download` (Debian
 .debs; unpacked later with `dpkg -x`). The file is fetched into a temporary folder beside its cache
 entry and renamed into place, so a second run finds it and fetches nothing; a file whose sha256
-differs from the pin is refused with one line.
+differs from the pin is refused with one line. Two processes fetching the same pin at once both
+fetch; the first rename wins and the second keeps the entry that appeared, dropping its own copy.
 
 A fresh machine's apt lists may be empty or stale, and the Debian archive drops a security build once
 a newer one supersedes it: when the pinned version is not in the lists, `apt-get update` runs once per
@@ -21,9 +22,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
 from lmforge.io import sha256_files
-from lmforge.tasks.config import Pin
 
 
 def cache_root(cache_dir: str) -> Path:
@@ -95,7 +96,7 @@ def _cached(pin: Pin, cache: Path, client: str, fetch: Callable[[Path], None]) -
             staging = Path(tmp) / "files"
             staging.mkdir()
             fetch(staging)
-            staging.rename(folder)  # the folder appears whole, or not at all
+            _publish(staging, folder)
     files = sorted(p for p in folder.iterdir() if p.is_file())
     if len(files) != 1:
         raise DataError(f"{folder} holds {len(files)} files; expected the one {client} fetched (delete it)")
@@ -106,6 +107,16 @@ def _cached(pin: Pin, cache: Path, client: str, fetch: Callable[[Path], None]) -
             "(delete the folder to fetch it again, or pin the new hash)"
         )
     return files[0]
+
+
+def _publish(staging: Path, entry: Path) -> None:
+    """Rename `staging` onto `entry` (it appears whole, or not at all); if another process published
+    the entry meanwhile, keep theirs: `staging` is dropped with its temporary folder."""
+    try:
+        staging.rename(entry)
+    except OSError:
+        if not entry.is_dir():
+            raise
 
 
 def _pip(pin: Pin, dest: Path, binary: list[str]) -> None:
@@ -128,10 +139,10 @@ def _run(cmd: list[str], cwd: Path) -> str:
 
 
 def unpack_deb(deb: Path) -> Path:
-    """The .deb unpacked once with `dpkg -x` into a sibling folder (`<deb folder>/root`); its path."""
+    """The .deb unpacked once with `dpkg -x` into a sibling folder (`<deb folder>.root`); its path."""
     root = deb.parent.parent / f"{deb.parent.name}.root"
     if not root.is_dir():
         with tempfile.TemporaryDirectory(dir=root.parent, prefix=".dpkg-x-") as tmp:
             _run(["dpkg", "-x", str(deb), str(Path(tmp) / "root")], Path(tmp))
-            (Path(tmp) / "root").rename(root)
+            _publish(Path(tmp) / "root", root)
     return root

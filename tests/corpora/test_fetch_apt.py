@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from lmforge.corpora import fetch
+from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
-from lmforge.tasks import fetch
-from lmforge.tasks.config import Pin
 
 # $FAKE_APT/lists: "<package> <version>" lines, this machine's apt lists; $FAKE_APT/archive: what the
 # Debian archive holds now, copied into the lists by `update` (which fails as for a non-root user when
