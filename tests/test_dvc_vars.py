@@ -62,7 +62,8 @@ run_name: encoder-tiny
 
 
 def run(args: list[str], cwd: Path) -> str:
-    out = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+    """`python -m <args>` in `cwd`; its stdout."""
+    out = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out.stdout
 
@@ -72,10 +73,10 @@ def test_a_new_task_and_its_row_enter_the_pipeline(tmp_path):
     repo = copy_repository(tmp_path / "repo")
     (repo / "conf/task/tiny.yaml").write_text(TINY_TASK)
     (repo / "conf/row/encoder-tiny.yaml").write_text(TINY_ROW)
-    run([sys.executable, "pipelines/dvc_vars.py"], repo)
+    subprocess.run([sys.executable, "pipelines/dvc_vars.py"], cwd=repo, check=True, timeout=300)
 
-    status = json.loads(run([sys.executable, "-m", "dvc", "status", "--json", "finetune", "--with-deps"], repo))
+    status = json.loads(run(["dvc", "status", "--json", "finetune", "--with-deps"], repo))
     assert "task@tiny" in status and "finetune" in status  # a fresh copy has no outputs: all must run
-    deps = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_dvc_deps.py",
-                "-k", "default and (tiny or finetune)"], repo)
-    assert "3 passed" in deps, deps  # task@tiny, finetune and distill_finetune
+    four = "default and (tiny or finetune)"  # task@tiny, finetune, finetune_summary, distill_finetune
+    deps = run(["pytest", "-q", "-p", "no:cacheprovider", "tests/test_dvc_deps.py", "-k", four], repo)
+    assert "4 passed" in deps, deps
