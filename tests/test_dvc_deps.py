@@ -281,8 +281,12 @@ def test_the_check_rejects_missing_unread_and_too_coarse_deps():
     assert check(deps, need) == []
     without_model = [d for d in deps if d != "src/lmforge/model"]
     assert "src/lmforge/model/stack.py" in check(without_model, need)[0]  # lacks deps [...]
-    assert check([*deps, "src/lmforge/evaluation"], need) == ["lists deps it never reads ['src/lmforge/evaluation']"]
-    assert check([*deps, "conf/eval/default.yaml"], need) == ["lists deps it never reads ['conf/eval/default.yaml']"]
+    assert check([*deps, "src/lmforge/evaluation"], need) == [
+        "lists deps it never reads ['src/lmforge/evaluation']"
+    ]
+    assert check([*deps, "conf/eval/default.yaml"], need) == [
+        "lists deps it never reads ['conf/eval/default.yaml']"
+    ]
     coarse = check([*deps, "src/lmforge"], need)  # covers everything the stage reads, and far more
     assert len(coarse) == 1 and coarse[0].startswith("lists folders most of whose files it never reads")
 
