@@ -48,7 +48,7 @@ metrics: [accuracy]
 val_fraction: 0.25
 test_fraction: 0.1
 seed: 0
-out_dir: data/tasks/${.name}
+out_dir: ${paths.data}/tasks/${.name}
 cache_dir: "${oc.env:LMFORGE_CACHE,'~/.cache/lmforge'}"
 licence: "CC0 (written for the tests)"
 """
