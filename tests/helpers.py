@@ -10,6 +10,7 @@ from pathlib import Path
 import lightning as L
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from lmforge.config import ModelConfig
@@ -23,6 +24,16 @@ def tiny(**overrides) -> ModelConfig:
 
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def group_yaml(path: Path) -> DictConfig:
+    """One config group's yaml as a composed config holds it: beside conf/paths/default.yaml, so its
+    `${paths.data}`-style roots resolve when the group is validated."""
+    root = OmegaConf.create(
+        {"paths": OmegaConf.load(CONF / "paths" / "default.yaml"), "group": OmegaConf.load(path)}
+    )
+    return root.group
+
 
 SUBJECTS = ["the jury", "a farmer", "the old mayor", "my sister", "the committee", "a young doctor"]
 VERBS = ["said", "found", "wanted", "believed", "reported", "noticed"]

@@ -9,7 +9,8 @@ that lands in a group the stage may read (`STAGE.reads`, widened by interpolatio
 overlay and global-package options such as conf/row/*.yaml (for every job of a `--multirun`); (3)
 its data, listed by hand in dvc.yaml and not checked here. A dep covers a file it equals or contains.
 The test names the stage and each missing path; it also fails on code or config deps that do not
-exist or that cover nothing the stage reads.
+exist or that cover nothing the stage reads, and on folder deps most of whose files the stage does
+not read (a folder stands for a package the stage mostly imports, not for "everything under src/").
 
 The slow tests run `dvc status` in a scratch copy of the working tree: dvc.lock records the current
 code and config; with the lock brought up to date, appending a comment to src/lmforge/config.py,
@@ -93,8 +94,10 @@ def stages(experiment: str) -> dict[str, DvcStage]:
             (Path(tmp) / pipeline).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / pipeline, Path(tmp) / pipeline)
         for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text()).get("vars", []):
-            if isinstance(entry, str):  # a vars file, `name.yaml` or `name.yaml:key`
-                shutil.copy(ROOT / entry.partition(":")[0], tmp)
+            if isinstance(entry, str):  # a vars file, `path.yaml` or `path.yaml:key`
+                path = entry.partition(":")[0]
+                (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / path, Path(tmp) / path)
         params = yaml.safe_load((ROOT / "params.yaml").read_text())
         (Path(tmp) / "params.yaml").write_text(yaml.safe_dump({**params, "experiment": experiment}))
         repo = Repo(tmp, uninitialized=True, config={"core": {"no_scm": True}})
@@ -232,18 +235,36 @@ def required(experiment: str, name: str) -> frozenset[Path]:
 # -- the tests ---------------------------------------------------------------------------------
 
 
-def problems(experiment: str, name: str) -> list[str]:
-    deps = stages(experiment)[name].deps
-    need = required(experiment, name)
+def source_files(folder: Path) -> list[Path]:
+    """The code and config files under a folder dep, as DVC hashes them (no bytecode caches)."""
+    return [p for p in folder.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
+
+
+def check(deps: list[str], need: frozenset[Path]) -> list[str]:
+    """What is wrong with a stage's `deps` given the files `need` it reads. A folder dep stands for
+    its files only where the stage reads at least half of them: coarser, an edit the stage never sees
+    would rerun it (`src/lmforge` would cover every stage's code and so prove nothing)."""
     missing = sorted(rel(p) for p in need if not any(covers(ROOT / d, p) for d in deps))
     absent = sorted(d for d in deps if is_code(d) and not (ROOT / d).exists())
     unread = sorted(d for d in deps if is_code(d) and not any(covers(ROOT / d, p) for p in need))
+    folders = [d for d in deps if is_code(d) and (ROOT / d).is_dir() and d not in unread]
+    coarse = []
+    for d in folders:
+        files = source_files(ROOT / d)
+        read = sum(p in need for p in files)
+        if 2 * read < len(files):
+            coarse.append(f"{d} ({read} of {len(files)} files)")
     found = {
         "lacks deps": missing,
         "lists deps that do not exist": absent,
         "lists deps it never reads": unread,
+        "lists folders most of whose files it never reads, list those it reads instead": sorted(coarse),
     }
     return [f"{what} {paths}" for what, paths in found.items() if paths]
+
+
+def problems(experiment: str, name: str) -> list[str]:
+    return check(stages(experiment)[name].deps, required(experiment, name))
 
 
 @pytest.mark.parametrize(
@@ -252,6 +273,22 @@ def problems(experiment: str, name: str) -> list[str]:
 def test_stage_depends_on_everything_it_reads(experiment, name):
     found = problems(experiment, name)
     assert not found, f"dvc.yaml: stage {name} (experiment={experiment}) " + "; ".join(found)
+
+
+def test_the_check_rejects_missing_unread_and_too_coarse_deps():
+    experiment = current_experiment()
+    deps, need = stages(experiment)["pretrain@decoder"].deps, required(experiment, "pretrain@decoder")
+    assert check(deps, need) == []
+    without_model = [d for d in deps if d != "src/lmforge/model"]
+    assert "src/lmforge/model/stack.py" in check(without_model, need)[0]  # lacks deps [...]
+    assert check([*deps, "src/lmforge/evaluation"], need) == [
+        "lists deps it never reads ['src/lmforge/evaluation']"
+    ]
+    assert check([*deps, "conf/eval/default.yaml"], need) == [
+        "lists deps it never reads ['conf/eval/default.yaml']"
+    ]
+    coarse = check([*deps, "src/lmforge"], need)  # covers everything the stage reads, and far more
+    assert len(coarse) == 1 and coarse[0].startswith("lists folders most of whose files it never reads")
 
 
 def test_the_helpers_find_what_they_must():

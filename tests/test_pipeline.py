@@ -23,8 +23,7 @@ FAMILIES = ["encoder", "decoder", "encoder_decoder"]
 VARS = {
     k: v
     for entry in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
-    if isinstance(entry, dict)
-    for k, v in entry.items()
+    for k, v in (entry if isinstance(entry, dict) else yaml.safe_load((ROOT / entry).read_text())).items()
 }
 ROWS = {path.stem: yaml.safe_load(path.read_text()) for path in (ROOT / "conf" / "row").glob("*.yaml")}
 DISTILL_RUNS = {path.stem for path in (ROOT / "conf" / "distill_run").glob("*.yaml")}

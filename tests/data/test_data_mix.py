@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.corpora import fetch
 from lmforge.data import card, mix
 from lmforge.data.config import MIX_COMPONENTS, data_config
@@ -81,12 +81,12 @@ def test_bad_mix_config_is_a_one_line_config_error(override, message):
 
 def test_shipped_mix_config_validates(monkeypatch):
     monkeypatch.delenv("LMFORGE_CACHE", raising=False)
-    cfg = data_config(OmegaConf.load(CONF / "mix.yaml"))
+    cfg = data_config(group_yaml(CONF / "mix.yaml"))
     assert cfg.source.value == "mix" and cfg.prepared_dir == "data/mix/prepared"
     assert cfg.cache_dir == "~/.cache/lmforge" and (cfg.val_fraction, cfg.test_fraction) == (0.02, 0.02)
     assert cfg.mix.webster.package == "dict-gcide" and cfg.mix.webster_entries_per_document == 200
     assert (cfg.mix.django_docs.package, cfg.mix.django_docs.version) == ("Django", "5.2.8")
-    assert cfg.brown == data_config(OmegaConf.load(CONF / "brown.yaml")).brown
+    assert cfg.brown == data_config(group_yaml(CONF / "brown.yaml")).brown
 
 
 def test_gcide_entries_drop_header_and_source_markers():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.data.documents import SPLITS, read_documents
 from lmforge.errors import ConfigError, DataError
 
@@ -226,16 +226,16 @@ def test_shipped_data_configs_validate(monkeypatch):
 
     conf = Path(__file__).resolve().parents[2] / "conf" / "data"
     monkeypatch.delenv("LMFORGE_CACHE", raising=False)
-    brown = data_config(OmegaConf.load(conf / "brown.yaml"))
+    brown = data_config(group_yaml(conf / "brown.yaml"))
     assert brown.brown.version == "1.9.80" and len(brown.brown.sha256) == 64
     assert brown.cache_dir == "~/.cache/lmforge"
     monkeypatch.setenv("LMFORGE_CACHE", "/somewhere/else")
-    assert data_config(OmegaConf.load(conf / "brown.yaml")).cache_dir == "/somewhere/else"
-    local = OmegaConf.load(conf / "local.yaml")
+    assert data_config(group_yaml(conf / "brown.yaml")).cache_dir == "/somewhere/else"
+    local = group_yaml(conf / "local.yaml")
     local.local.path = "corpus"
     assert data_config(local).local.path == "corpus"
-    hf = OmegaConf.load(conf / "hf.yaml")
+    hf = group_yaml(conf / "hf.yaml")
     hf.hf.data_files = ["x.jsonl"]
     assert data_config(hf).hf.path == "json"
     with pytest.raises(ConfigError, match="local.path"):
-        data_config(OmegaConf.load(conf / "local.yaml"))  # ??? must be set on the command line
+        data_config(group_yaml(conf / "local.yaml"))  # ??? must be set on the command line

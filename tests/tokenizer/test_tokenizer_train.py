@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.data.documents import read_documents
 from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer import SpecialTokens, load_tokenizer, special_token_ids
@@ -127,7 +127,7 @@ def test_bad_tokenizer_config_is_a_one_line_config_error(key, value):
 def test_shipped_tokenizer_configs_validate():
     conf = Path(__file__).resolve().parents[2] / "conf" / "tokenizer"
     for name in ("wordpiece", "bpe"):
-        cfg = tokenizer_config(OmegaConf.load(conf / f"{name}.yaml"))
+        cfg = tokenizer_config(group_yaml(conf / f"{name}.yaml"))
         assert cfg.name == name and cfg.kind.value == name and cfg.n_sentinels == 100
 
 
