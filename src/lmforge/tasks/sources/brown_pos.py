@@ -41,7 +41,7 @@ def read(params: BrownPOSParams, ctx: Context) -> Loaded:
             n_tokens += len(words)
             examples.append(example(ctx.kind, group=doc_id, id=f"{doc_id}:{n}", words=words, tags=tags))
     provenance = {
-        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.data.brown.fetch)",
+        "source": f"npm {params.brown.package}@{params.brown.version} (via lmforge.corpora.brown.fetch)",
         "sha256": params.brown.sha256,
         "licence": brown.LICENCE,
     }
