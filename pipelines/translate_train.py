@@ -5,7 +5,7 @@ python pipelines/translate_train.py model.norm_placement=pre model.final_norm=tr
 python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'     # the warmup experiment
 """
 
-from lmforge.config import load_model_config
+from lmforge.model.config import load_model_config
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tracking import cli
 from lmforge.training.config import optim_config, trainer_config

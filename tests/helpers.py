@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from lmforge.config import ModelConfig
+from lmforge.model.config import ModelConfig
 
 
 def tiny(**overrides) -> ModelConfig:
@@ -182,3 +182,16 @@ def fails_in_one_line(capsys, stage, cfg) -> str:
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and err.startswith("error: ") and "\n" not in err, err
     return err
+
+
+def student_of(teacher, teacher_config: ModelConfig, cfg):
+    """A student as the distill stage makes one: `student_config`'s architecture, then, unless
+    init=random, the teacher's weights copied by `init_student` along the layer map."""
+    from lmforge.distill.config import StudentInit, layer_map_for
+    from lmforge.distill.student import init_student, student_config
+    from lmforge.model import build_model
+
+    student = build_model(student_config(teacher_config, cfg))
+    if cfg.init is StudentInit.teacher:
+        init_student(student, teacher, layer_map_for(cfg, teacher_config.n_layers))
+    return student

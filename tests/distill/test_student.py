@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 import torch
 
-from helpers import tiny
+from helpers import student_of, tiny
 from lmforge.distill.config import DistillConfig
-from lmforge.distill.student import build_student, check_compatible, init_student, student_config
+from lmforge.distill.student import check_compatible, init_student, student_config
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
 
@@ -33,7 +33,7 @@ def test_student_layers_are_the_teacher_layers_of_distilberts_map():
     )
     config = teacher.config
     layer_map = [0, 2, 4, 7, 9, 11]
-    student = build_student(teacher, config, DistillConfig(layer_map=layer_map))
+    student = student_of(teacher, config, DistillConfig(layer_map=layer_map))
     assert student.config == dataclasses.replace(config, n_layers=6)
     for i, j in enumerate(layer_map):
         assert_same_weights(student.stack.layers[i], teacher.stack.layers[j])
@@ -46,7 +46,7 @@ def test_student_layers_are_the_teacher_layers_of_distilberts_map():
 
 def test_default_student_of_a_decoder_takes_every_other_layer():
     teacher = teacher_model(n_layers=4)
-    student = build_student(teacher, teacher.config, DistillConfig())
+    student = student_of(teacher, teacher.config, DistillConfig())
     assert len(student.stack.layers) == 2
     for i, j in enumerate([0, 2]):
         assert_same_weights(student.stack.layers[i], teacher.stack.layers[j])
@@ -54,7 +54,7 @@ def test_default_student_of_a_decoder_takes_every_other_layer():
 
 def test_a_full_depth_student_with_the_identity_map_is_the_teacher():
     teacher = teacher_model(family="encoder", n_layers=3)
-    student = build_student(teacher, teacher.config, DistillConfig(student_layers=3))
+    student = student_of(teacher, teacher.config, DistillConfig(student_layers=3))
     assert_same_weights(student, teacher)
     ids = torch.randint(0, 61, (2, 9), generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(student(ids).logits, teacher(ids).logits, rtol=0, atol=0)
@@ -66,11 +66,11 @@ def test_random_init_may_change_the_width_and_copies_nothing():
     with pytest.raises(
         ConfigError, match=r"distill.alpha_cos: got 1.0 with student width 16 and teacher width 32"
     ):
-        build_student(teacher, teacher.config, DistillConfig(init="random", student=narrow))
+        student_of(teacher, teacher.config, DistillConfig(init="random", student=narrow))
     cfg = DistillConfig(init="random", student=narrow, alpha_cos=0.0)  # no cosine between widths
-    student = build_student(teacher, teacher.config, cfg)
+    student = student_of(teacher, teacher.config, cfg)
     assert (student.config.d_model, student.config.n_layers, student.config.vocab_size) == (16, 2, 61)
-    same_depth = build_student(teacher, teacher.config, DistillConfig(init="random", student_layers=4))
+    same_depth = student_of(teacher, teacher.config, DistillConfig(init="random", student_layers=4))
     assert not torch.equal(
         same_depth.stack.layers[0].mlp.fc_in.weight, teacher.stack.layers[0].mlp.fc_in.weight
     )

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import tiny
+from helpers import student_of, tiny
 from lmforge.distill.config import DistillConfig
 from lmforge.distill.objective import Distillation
-from lmforge.distill.student import build_student
 from lmforge.distill.teacher import load_teacher
 from lmforge.errors import DataError
 from lmforge.model import build_model
@@ -42,7 +41,7 @@ def test_pretrained_teacher_is_the_checkpoint_frozen_and_distils(tmp_path, mlm_b
     for key, value in original.state_dict().items():
         assert torch.equal(teacher.model.state_dict()[key], value), key
 
-    student = build_student(teacher.model, teacher.config, cfg)
+    student = student_of(teacher.model, teacher.config, cfg)
     objective = objective_config(teacher.objective)
     task = OBJECTIVES[objective.kind].loss(objective, student.config)
     loss, stats = Distillation(task, teacher.model)(student, mlm_batch)

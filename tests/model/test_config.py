@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lmforge.config import Family, ModelConfig, Position, load_model_config
 from lmforge.errors import ConfigError
+from lmforge.model.config import Family, ModelConfig, Position, load_model_config
 
 
 @pytest.mark.parametrize(

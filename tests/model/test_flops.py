@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lmforge.config import ModelConfig
 from lmforge.model import build_model
+from lmforge.model.config import ModelConfig
 from lmforge.model.flops import forward_flops, training_flops
 from lmforge.model.params import count_parameters
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from lmforge.config import load_model_config
 from lmforge.model import build_model, count_parameters
+from lmforge.model.config import load_model_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 PRESETS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
@@ -68,7 +68,7 @@ def test_embedding_split():
 def test_base_preset_lists_every_field_at_its_default():
     from omegaconf import OmegaConf
 
-    from lmforge.config import ModelConfig
+    from lmforge.model.config import ModelConfig
 
     base = OmegaConf.to_container(OmegaConf.load(CONF / "model" / "base.yaml"))
     base.pop("name")

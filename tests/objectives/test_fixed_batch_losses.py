@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lmforge.config import ModelConfig
 from lmforge.model import build_model
+from lmforge.model.config import ModelConfig
 from lmforge.objectives import CausalLMObjective, MaskedLMObjective, SpanCorruptionObjective
 from lmforge.objectives.collate import CausalLMCollator, MLMCollator, SpanCorruptionCollator
 

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from lmforge.config import ModelConfig
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
+from lmforge.model.config import ModelConfig
 from lmforge.objectives import CausalLMObjective, MaskedLMObjective, SpanCorruptionObjective
 from lmforge.objectives.collate import CausalLMCollator, MLMCollator, SpanCorruptionCollator
 from lmforge.objectives.losses import token_cross_entropy

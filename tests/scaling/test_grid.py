@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from lmforge.config import load_model_config
 from lmforge.errors import ConfigError, DataError
+from lmforge.model.config import load_model_config
 from lmforge.model.flops import training_flops
 from lmforge.scaling.config import IsoFlopSlice, ScalingConfig, ShapeRule
 from lmforge.scaling.grid import cells, check_capacity, keyed, shape_of

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from lmforge.config import Family
 from lmforge.errors import ConfigError
 from lmforge.evaluation.baseline import UnigramBaseline
+from lmforge.model.config import Family
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 from lmforge.training.objectives import OBJECTIVES, raw_length_for
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from helpers import tiny
-from lmforge.config import Family
 from lmforge.errors import ConfigError
 from lmforge.model import build_model
 from lmforge.model.components.kv_cache import KVCache, LayerCache
+from lmforge.model.config import Family
 from lmforge.tokenizer.specials import SpecialTokens
 from lmforge.translate import evaluate
 from lmforge.translate.config import DecodeConfig, LongPairs

@@ -15,12 +15,6 @@ from lmforge.data.documents import SPLITS, Document
 SPLIT_STATS = ("documents", "sentences", "words", "bytes")  # per split, in reports/data.json
 
 
-def split_stats(documents: Sequence[Document]) -> dict[str, int]:
-    """Counts of one split: documents, sentences, whitespace words and UTF-8 bytes of text."""
-    counts = _counts(documents)
-    return {key: counts[key] for key in SPLIT_STATS}
-
-
 def _counts(documents: Sequence[Document]) -> dict[str, int]:
     """`SPLIT_STATS` of some documents and their characters (not bytes: they differ outside ASCII)."""
     sentences = [s for doc in documents for s in doc.sentences]

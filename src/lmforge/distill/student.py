@@ -21,10 +21,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from lmforge.config import Family, ModelConfig, load_model_config
 from lmforge.distill.config import DistillConfig, StudentInit, check_layer_map, layer_map_for
 from lmforge.errors import ConfigError
-from lmforge.model import build_model
+from lmforge.model.config import Family, ModelConfig, load_model_config
 
 LAYER_KEY = re.compile(r"(.*\blayers\.)(\d+)(\..+)")  # prefix, layer index, rest of the name
 WIDTH = ("d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff")  # what init=teacher needs unchanged
@@ -64,14 +63,6 @@ def check_compatible(teacher: ModelConfig, student: ModelConfig, init: StudentIn
                     f"distill.student.{key}: got {getattr(student, key)}, expected the teacher's "
                     f"{getattr(teacher, key)} with init=teacher (set distill.init=random to change the width)"
                 )
-
-
-def build_student(teacher: nn.Module, teacher_config: ModelConfig, cfg: DistillConfig) -> nn.Module:
-    """The student model: built from `student_config`, then copied from the teacher unless init=random."""
-    student = build_model(student_config(teacher_config, cfg))
-    if cfg.init is StudentInit.teacher:
-        init_student(student, teacher, layer_map_for(cfg, teacher_config.n_layers))
-    return student
 
 
 def init_student(student: nn.Module, teacher: nn.Module, layer_map: Sequence[int]) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from torch import nn
 
-from lmforge.config import ModelConfig
 from lmforge.distill.config import DistillConfig
+from lmforge.model.config import ModelConfig
 from lmforge.training.checkpoints import load_module
 from lmforge.training.config import ObjectiveConfig
 

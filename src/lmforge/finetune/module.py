@@ -14,10 +14,10 @@ from typing import Any
 import lightning as L
 import torch
 
-from lmforge.config import load_model_config
 from lmforge.errors import ConfigError
 from lmforge.finetune.tasks import TASKS, HeadContext, metric_names, score
 from lmforge.model import build_model
+from lmforge.model.config import load_model_config
 from lmforge.tasks.config import task_config
 from lmforge.training.config import optim_config
 from lmforge.training.optim import optimization

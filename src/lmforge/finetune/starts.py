@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
-from lmforge.config import ModelConfig, load_model_config
 from lmforge.errors import DataError
 from lmforge.finetune.config import FinetuneConfig
+from lmforge.model.config import ModelConfig, load_model_config
 from lmforge.tokenizer.specials import load_tokenizer
 from lmforge.training.checkpoints import load_module
 

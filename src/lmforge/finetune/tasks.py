@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmforge.config import Family, ModelConfig
 from lmforge.finetune import baselines
 from lmforge.finetune.heads import LabelWords, Pooling, SequenceHead, SpanHead, TokenHead
 from lmforge.finetune.metrics import LABEL_METRICS, squad_scores
 from lmforge.finetune.spans import IGNORE_INDEX, best_spans, span_text
+from lmforge.model.config import Family, ModelConfig
 from lmforge.tasks.config import Kind, TaskConfig
 
 Batch = dict[str, Any]

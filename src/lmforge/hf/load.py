@@ -20,10 +20,10 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from lmforge.config import ModelConfig, load_model_config
 from lmforge.errors import ConfigError, DataError
 from lmforge.hf.architectures import ARCHITECTURES, Architecture
 from lmforge.model import build_model
+from lmforge.model.config import ModelConfig, load_model_config
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from lmforge.config import Family, ModelConfig
+from lmforge.model.config import Family, ModelConfig
 from lmforge.model.encoder_decoder import EncoderDecoder
 from lmforge.model.language_model import TransformerLM
 

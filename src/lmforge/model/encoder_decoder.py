@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lmforge.config import Family, ModelConfig
 from lmforge.model.components.embeddings import Embeddings, LMHead
 from lmforge.model.components.kv_cache import KVCache, LayerCache, cache_length
+from lmforge.model.config import Family, ModelConfig
 from lmforge.model.init import init_weights
 from lmforge.model.output import ModelOutput
 from lmforge.model.stack import StackOutput, TransformerStack, positions_for

@@ -11,7 +11,7 @@ embedding lookups, which are a few percent at these widths. A training step is f
 
 from __future__ import annotations
 
-from lmforge.config import Family, ModelConfig
+from lmforge.model.config import Family, ModelConfig
 
 
 def attention_flops(c: ModelConfig, batch: int, q_len: int, k_len: int) -> int:

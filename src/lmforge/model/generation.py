@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lmforge.config import Family
 from lmforge.errors import ConfigError
+from lmforge.model.config import Family
 
 
 def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:

@@ -8,7 +8,7 @@ import math
 
 from torch import nn
 
-from lmforge.config import ModelConfig
+from lmforge.model.config import ModelConfig
 
 RESIDUAL_OUTPUTS = ("out_proj.weight", "fc_out.weight")
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lmforge.config import ModelConfig, Position
 from lmforge.model.components.block import Block
 from lmforge.model.components.kv_cache import LayerCache, cache_length
 from lmforge.model.components.masks import padding_mask, self_attention_mask, with_bias
 from lmforge.model.components.norms import build_norm
 from lmforge.model.components.positions import RelativePositionBias, Rotary, alibi_bias, alibi_slopes
+from lmforge.model.config import ModelConfig, Position
 
 
 def positions_for(key_valid: torch.Tensor | None, past: int, length: int, device) -> torch.Tensor:

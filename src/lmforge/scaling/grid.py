@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import lmforge
-from lmforge.config import Family, load_model_config
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import sha256_files
 from lmforge.model import build_model, count_parameters
+from lmforge.model.config import Family, load_model_config
 from lmforge.model.flops import training_flops
 from lmforge.scaling.config import ScalingConfig
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind

@@ -16,8 +16,8 @@ from typing import Any
 import lightning as L
 import torch
 
-from lmforge.config import load_model_config
 from lmforge.model import build_model
+from lmforge.model.config import load_model_config
 from lmforge.objectives.summary import SUM_KEYS, SplitSums, summarise
 from lmforge.training.config import objective_config, optim_config
 from lmforge.training.objectives import OBJECTIVES

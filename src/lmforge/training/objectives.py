@@ -25,10 +25,10 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from lmforge.config import Family, ModelConfig
 from lmforge.data.datasets import PackedDataset, SentencePairDataset
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError
+from lmforge.model.config import Family, ModelConfig
 from lmforge.objectives import (
     IGNORE_INDEX,
     CausalLMCollator,

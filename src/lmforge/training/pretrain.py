@@ -32,11 +32,11 @@ from typing import Any, NamedTuple
 import lightning as L
 
 import lmforge
-from lmforge.config import Family, ModelConfig
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
+from lmforge.model.config import Family, ModelConfig
 from lmforge.stage import Plan as StagePlan
 from lmforge.stage import StageResult
 from lmforge.tokenizer.config import TokenizerConfig

@@ -26,10 +26,10 @@ from typing import Any
 import lightning as L
 import torch
 
-from lmforge.config import Family, ModelConfig
 from lmforge.errors import ConfigError
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
+from lmforge.model.config import Family, ModelConfig
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmforge.config import ModelConfig
 from lmforge.model.components.kv_cache import KVCache
+from lmforge.model.config import ModelConfig
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

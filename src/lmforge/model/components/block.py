@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lmforge.config import ModelConfig, Placement
 from lmforge.model.components.attention import Attention
 from lmforge.model.components.kv_cache import LayerCache
 from lmforge.model.components.mlp import MLP
 from lmforge.model.components.norms import build_norm
+from lmforge.model.config import ModelConfig, Placement
 
 
 class Block(nn.Module):

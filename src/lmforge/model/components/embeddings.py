@@ -7,10 +7,10 @@ import math
 import torch
 from torch import nn
 
-from lmforge.config import ModelConfig, Position
 from lmforge.model.components.mlp import ACTIVATIONS
 from lmforge.model.components.norms import build_norm
 from lmforge.model.components.positions import sinusoidal_table
+from lmforge.model.config import ModelConfig, Position
 
 
 class Embeddings(nn.Module):

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmforge.config import Activation, ModelConfig
+from lmforge.model.config import Activation, ModelConfig
 
 # The element-wise function of each activation; for gated ones, the function applied to the gate.
 ACTIVATIONS = {

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmforge.config import ModelConfig, Norm
+from lmforge.model.config import ModelConfig, Norm
 
 
 class RMSNorm(nn.Module):
