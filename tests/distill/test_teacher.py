@@ -9,7 +9,7 @@ import torch
 from helpers import student_of, tiny
 from lmforge.distill.config import DistillConfig
 from lmforge.distill.objective import Distillation
-from lmforge.distill.teacher import load_teacher
+from lmforge.distill.stage import load_teacher
 from lmforge.errors import DataError
 from lmforge.model import build_model
 from lmforge.training.config import objective_config

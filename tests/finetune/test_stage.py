@@ -121,9 +121,9 @@ def test_the_backbone_starts_from_the_pretrain_checkpoint_or_from_scratch(worksp
     finetune("finetune.max_steps=8")
     finetune("finetune.init=scratch", "finetune.max_steps=8")
     saved = read_checkpoint(workspace / "artifacts/pretrain/encoder/best.ckpt")["state_dict"]
-    ours = starts["pretrained"].state
+    ours = starts["pretrained"].model.state_dict()
     assert torch.equal(ours["embeddings.tok.weight"], saved["model.embeddings.tok.weight"])
-    assert starts["scratch"].state is None and starts["scratch"].config == starts["pretrained"].config
+    assert starts["scratch"].model is None and starts["scratch"].config == starts["pretrained"].config
 
 
 def test_lora_trains_adapters_and_exports_merged_weights(workspace):

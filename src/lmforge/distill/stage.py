@@ -17,10 +17,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from lmforge.backbones import Backbone, Where, files, load_backbone
 from lmforge.distill.config import DistillConfig, StudentInit, layer_map_for
 from lmforge.distill.module import DistillModule
 from lmforge.distill.student import init_student, student_config
-from lmforge.distill.teacher import Teacher, load_teacher
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json
 from lmforge.model import count_parameters
@@ -29,18 +29,21 @@ from lmforge.training.config import TrainConfig
 from lmforge.training.pretrain import fingerprint, fit, plain, prepare_run, resume_from, tokenizer_paths
 
 
-def teacher_files(cfg: DistillConfig) -> list[Path]:
-    """The files the teacher is read from (part of the student's fingerprint)."""
-    if cfg.hf_source is None:
-        return [Path(cfg.checkpoint_dir) / cfg.backbone / "best.ckpt"]
-    from lmforge.hf.packages import model_folder
+def teacher_source(cfg: DistillConfig) -> Where:
+    """The teacher: one of our pretrain runs or an hf: folder (`lmforge.backbones`)."""
+    return Where(cfg.teacher, cfg.checkpoint_dir, cfg.backbone, hf_cache=cfg.hf_cache, key="distill.teacher")
 
-    folder = model_folder(cfg.hf_source, cfg.hf_cache, "distill.teacher")
-    return sorted(p for p in folder.iterdir() if p.is_file())
+
+def load_teacher(cfg: DistillConfig) -> Backbone:
+    """The teacher, frozen: in eval mode, no parameter requiring a gradient."""
+    teacher = load_backbone(teacher_source(cfg))
+    teacher.model.eval().requires_grad_(False)
+    return teacher
 
 
 def stamp(plan: Plan) -> str:
-    return fingerprint(plan, *tokenizer_paths(plan.tokenizer), *teacher_files(plan.distill))
+    """The student's fingerprint covers the teacher's files too."""
+    return fingerprint(plan, *tokenizer_paths(plan.tokenizer), *files(teacher_source(plan.distill)))
 
 
 def will_resume(plan: Plan) -> bool:
@@ -88,7 +91,7 @@ def run(plan: Plan) -> StageResult:
     return StageResult(result.metrics, [*result.artifacts, str(run_json)])
 
 
-def describe(cfg: DistillConfig, teacher: Teacher, layer_map: list[int]) -> dict[str, Any]:
+def describe(cfg: DistillConfig, teacher: Backbone, layer_map: list[int]) -> dict[str, Any]:
     """What the student is and where it came from, for the summary."""
     distils = bool(cfg.alpha_ce or cfg.alpha_cos)
     return {

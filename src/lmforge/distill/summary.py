@@ -26,6 +26,7 @@ from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
 from lmforge.structured import validate
+from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.training.datamodule import PretrainDataModule
@@ -120,7 +121,7 @@ def latency_ms(models: dict[str, torch.nn.Module], batch: int, seq_len: int, voc
 def measure(cfg: DistillSummaryConfig, family: str, train: Any, seed: int) -> dict[str, dict[str, Any]]:
     tokenizer_name = cfg.families[family]
     modules = {role: load_module(path) for role, path in checkpoints(cfg, family).items()}
-    tokenizer = load_tokenizer(Path(cfg.tokenizer_dir) / tokenizer_name / "tokenizer.json")
+    tokenizer = load_tokenizer(tokenizer_path(cfg.tokenizer_dir, tokenizer_name))
     teacher = modules["teacher"]
     data = PretrainDataModule(
         str(Path(cfg.encoded_dir) / tokenizer_name),

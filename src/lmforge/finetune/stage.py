@@ -23,7 +23,7 @@ import csv
 import json
 import statistics
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,12 @@ import torch
 from lightning.pytorch.callbacks import EarlyStopping
 from torch.utils.data import DataLoader, DistributedSampler
 
+from lmforge.backbones import Backbone, Where, load_backbone
 from lmforge.errors import DataError
 from lmforge.finetune.adapt import AdaptConfig, add_lora, freeze, merge, trainable_parameters
+from lmforge.finetune.config import FinetuneConfig
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
-from lmforge.finetune.starts import Start, start
 from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
@@ -80,6 +81,22 @@ def label_word_ids(labels: list[str] | None, tokenizer, eos: int) -> list[list[i
     return [
         tokenizer.encode(label.replace("_", " "), add_special_tokens=False).ids + [eos] for label in labels
     ]
+
+
+def start(ft: FinetuneConfig) -> Backbone:
+    """The backbone `finetune.init` names (`lmforge.backbones`), with `finetune.dropout` applied."""
+    where = Where(
+        ft.init, ft.checkpoint_dir, ft.backbone, ft.tokenizer_dir, ft.tokenizer, ft.hf_cache, "finetune.init"
+    )
+    begin = load_backbone(where)
+    if begin.tokenizer is None:
+        raise DataError(
+            f"finetune.init={ft.init}: {begin.source} has no tokenizer.json; expected one beside it"
+        )
+    if ft.dropout is None:
+        return begin
+    rates = dict.fromkeys(("dropout", "embedding_dropout", "attention_dropout"), ft.dropout)
+    return replace(begin, config=replace(begin.config, **rates))
 
 
 def adaptation(cfg: AdaptConfig) -> str:
@@ -176,7 +193,7 @@ def run(plan: Plan) -> StageResult:
     description = {
         "task": task.name,
         "kind": task.kind.value,
-        "model": begin.model,
+        "model": begin.name,
         "family": begin.config.family.value,
         "init": ft.init if ft.init != "pretrained" else f"pretrained ({ft.backbone})",
         "source": begin.source,
@@ -200,7 +217,7 @@ def run(plan: Plan) -> StageResult:
 
 def _fit(
     plan: Plan,
-    begin: Start,
+    begin: Backbone,
     module_args: dict[str, Any],
     train_features: list,
     collate: Collator,
@@ -214,8 +231,8 @@ def _fit(
     ft, adapt = plan.finetune, plan.adapt
     L.seed_everything(seed, workers=True, verbose=False)
     module = FinetuneModule(**module_args)
-    if begin.state is not None:
-        check_weights(module.backbone, {"state_dict": begin.state}, begin.source)
+    if begin.model is not None:
+        check_weights(module.backbone, {"state_dict": begin.model.state_dict()}, begin.source)
     freeze(module.backbone, adapt)
     if adapt.lora:
         module.backbone = add_lora(module.backbone, adapt)

@@ -16,16 +16,13 @@ from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.builders import check_vocab_size, train_tokenizer
+from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.stats import tokenizer_stats
 
 
 def batched(items: Iterator[str], size: int) -> Iterator[list[str]]:
     while batch := list(islice(items, size)):
         yield batch
-
-
-def tokenizer_path(tokenizer_dir: str | Path, name: str) -> Path:
-    return Path(tokenizer_dir) / name / "tokenizer.json"
 
 
 def run(plan: Plan) -> StageResult:

@@ -39,7 +39,7 @@ from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
 from lmforge.stage import Plan as StagePlan
 from lmforge.stage import StageResult
-from lmforge.tokenizer.config import TokenizerConfig
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_path
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, flatten
 from lmforge.training.callbacks import CurveWriter, RandomState
@@ -55,7 +55,7 @@ RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "
 
 def tokenizer_paths(tok: TokenizerConfig) -> tuple[Path, Path]:
     """(tokenizer.json, encoded folder) of the configured tokenizer."""
-    return Path(tok.dir) / tok.name / "tokenizer.json", Path(tok.encoded_dir) / tok.name
+    return tokenizer_path(tok.dir, tok.name), Path(tok.encoded_dir) / tok.name
 
 
 def model_values(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int) -> dict[str, Any]:
