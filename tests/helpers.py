@@ -195,3 +195,22 @@ def student_of(teacher, teacher_config: ModelConfig, cfg):
     if cfg.init is StudentInit.teacher:
         init_student(student, teacher, layer_map_for(cfg, teacher_config.n_layers))
     return student
+
+
+def entry_point(script: str, *args: str, cwd: Path, env: dict | None = None):
+    """`python pipelines/<script> args...` in `cwd`, as DVC runs it; the CompletedProcess."""
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, str(CONF.parent / "pipelines" / script), *args]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def mlflow_runs(uri: str):
+    """The runs of the `lmforge` experiment in the store at `uri`, as a DataFrame."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    return mlflow.search_runs(experiment_names=["lmforge"])

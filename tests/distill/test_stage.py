@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import entry_stage, run_with_interruptions, stage_config
+from helpers import entry_point, entry_stage, mlflow_runs, run_with_interruptions, stage_config
 from lmforge.distill import summary
 from lmforge.errors import ConfigError
 from lmforge.evaluation import evaluate
@@ -218,3 +218,19 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     table = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert len(table) == 2 + 3 and "accuracy 72.0 (90%)" in table[3] and "75.0%" in table[4]
     assert result.metrics["fam/student/retention/sentiment"] == pytest.approx(0.9)
+
+
+@pytest.mark.slow
+def test_ddp_on_two_cpu_processes_distils_and_logs_once(teacher, workspace):
+    uri = f"sqlite:///{workspace}/distill-ddp.db"
+    args = ["experiment=smoke", "data=local", "data.local.path=corpus", *STUDENT, "trainer=ddp_cpu"]
+    result = entry_point(
+        "distill.py", *args, "run_name=ddp-student", cwd=workspace, env={"MLFLOW_TRACKING_URI": uri}
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "steps: 6" in result.stdout
+    student = load_module(workspace / "artifacts/distill/ddp-student/best.ckpt")
+    assert student.model_config.n_layers == 2
+    runs = mlflow_runs(uri)
+    assert len(runs) == 1  # rank zero only
+    assert runs.iloc[0]["params.trainer.strategy"] == "ddp" and runs.iloc[0]["metrics.val/loss"] > 0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import entry_stage, stage_config, tiny, tiny_wordpiece
+from helpers import entry_point, entry_stage, mlflow_runs, stage_config, tiny, tiny_wordpiece
 from lmforge.errors import ConfigError, DataError
 from lmforge.finetune import stage
 from lmforge.finetune.examples import Collator, encode
@@ -197,3 +197,20 @@ def test_a_new_task_is_only_a_yaml(workspace):
     result = finetune(f"task.params.path={folder}", "finetune.max_steps=4")
     assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
     assert "baseline_tfidf_logreg_accuracy" in result.metrics
+
+
+@pytest.mark.slow
+def test_ddp_on_two_cpu_processes_fine_tunes_and_logs_once(workspace):
+    """The trainer group reaches fine-tuning: two gloo processes, each training on its shard and
+    validating on the whole val sample, agree on when to stop; rank zero alone writes and logs."""
+    uri = f"sqlite:///{workspace}/ddp.db"
+    base = ["experiment=smoke", "task=example_local", "run_name=ddp", *SHORT, "trainer=ddp_cpu"]
+    result = entry_point("finetune.py", *base, cwd=workspace, env={"MLFLOW_TRACKING_URI": uri})
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((workspace / "reports/finetune/rows/ddp/metrics.json").read_text())
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0 and metrics["steps"] >= 8
+    assert (workspace / "artifacts/finetune/ddp/seed0/best.ckpt").is_file()
+    runs = mlflow_runs(uri)
+    assert len(runs) == 1  # rank zero only
+    assert runs.iloc[0]["params.trainer.strategy"] == "ddp" and runs.iloc[0]["params.trainer.devices"] == "2"
+    assert runs.iloc[0]["metrics.test_accuracy"] == pytest.approx(metrics["test_accuracy"])

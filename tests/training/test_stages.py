@@ -5,15 +5,12 @@ earlier outputs intact; bf16-mixed, DDP over two CPU processes and Hydra multiru
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from helpers import entry_stage, stage_config
+from helpers import entry_point, entry_stage, stage_config
 from lmforge.errors import ConfigError
 from lmforge.training.checkpoints import load_module
 
@@ -88,20 +85,14 @@ def test_bad_values_fail_in_one_line(in_workspace, override, needle):
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
-def _pipeline(script: str, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "pipelines" / script), *args]
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
-
-
 @pytest.mark.slow
 def test_entry_point_error_is_one_line_and_keeps_earlier_outputs(workspace):
     base = ["experiment=smoke", "logger=none", "data=local", "data.local.path=corpus", *FAMILIES["decoder"]]
-    ok = _pipeline("pretrain.py", *base, *SHORT, "run_name=keep", cwd=workspace)
+    ok = entry_point("pretrain.py", *base, *SHORT, "run_name=keep", cwd=workspace)
     assert ok.returncode == 0, ok.stderr[-2000:]
     checkpoint = workspace / "artifacts/pretrain/keep/best.ckpt"
     before = checkpoint.read_bytes()
-    bad = _pipeline("pretrain.py", *base, *SHORT, "run_name=keep", "trainer.max_steps=abc", cwd=workspace)
+    bad = entry_point("pretrain.py", *base, *SHORT, "run_name=keep", "trainer.max_steps=abc", cwd=workspace)
     assert bad.returncode == 2
     assert bad.stderr.strip() == (
         "error: invalid config trainer.max_steps: Value 'abc' of type 'str' could not be converted to Integer"
@@ -113,7 +104,7 @@ def test_entry_point_error_is_one_line_and_keeps_earlier_outputs(workspace):
 def test_ddp_on_two_cpu_processes_logs_once(workspace):
     uri = f"sqlite:///{workspace}/ddp.db"
     base = ["experiment=smoke", "data=local", "data.local.path=corpus", *FAMILIES["decoder"], *SHORT]
-    result = _pipeline(
+    result = entry_point(
         "pretrain.py",
         *base,
         "trainer=ddp_cpu",
@@ -141,7 +132,7 @@ def test_hydra_multirun_sweeps_models(workspace):
         "tokenizer=bpe",
         *SHORT,
     ]
-    result = _pipeline("pretrain.py", "--multirun", "model=gpt_tiny,mistral_tiny", *base, cwd=workspace)
+    result = entry_point("pretrain.py", "--multirun", "model=gpt_tiny,mistral_tiny", *base, cwd=workspace)
     assert result.returncode == 0, result.stderr[-3000:]
     for name in ("gpt_tiny-clm", "mistral_tiny-clm"):
         assert (workspace / "artifacts/pretrain" / name / "best.ckpt").is_file()

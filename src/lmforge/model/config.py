@@ -219,17 +219,11 @@ def _check_type(name: str, value: Any, annotation: str) -> None:
 
 
 def load_model_config(values: Mapping[str, Any]) -> ModelConfig:
-    """Build a ModelConfig from a yaml mapping (a dict or an OmegaConf DictConfig).
+    """Build a ModelConfig from a plain mapping: the `model` group (resolved at the stage door), a
+    checkpoint's hyperparameters or a Hugging Face config's translation.
 
     Unknown keys are rejected with the list of known ones; a `name` key (the preset's label) is ignored.
     """
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(values, DictConfig):
-            values = OmegaConf.to_container(values, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency, this only keeps the module light
-        pass
     values = {k: v for k, v in dict(values).items() if k != "name"}
     known = {f.name for f in fields(ModelConfig)}
     unknown = sorted(set(values) - known)

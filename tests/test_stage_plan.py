@@ -1,0 +1,119 @@
+"""The stage door: each stage's config is validated once, into typed values, and nothing below it
+sees a Hydra/OmegaConf config again.
+
+- Every entry point's `Stage.visible` turns its composed default config into a `Plan` whose members
+  are dataclasses (one per group) or plain values, all the way down: no DictConfig/ListConfig left for
+  a module below the door to parse again, and `plan.values` is plain Python for MLflow params.
+- Statically: under src/lmforge only the door (stage.py, tracking.py, structured.py) imports anything
+  of omegaconf but `MISSING`, the marker schemas use for a required field.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import Container
+
+from helpers import entry_stage
+from lmforge.errors import ConfigError
+from lmforge.stage import Plan
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "lmforge"
+DOOR = {"stage.py", "tracking.py", "structured.py"}
+ENTRY_POINTS = sorted(p.stem for p in (ROOT / "pipelines").glob("*.py") if "STAGE = Stage(" in p.read_text())
+
+
+def config_name(script: str) -> str:
+    """The primary config its entry point composes: `cli(STAGE, __file__, "<name>")`."""
+    found = re.search(r'cli\(STAGE, __file__, "(\w+)"\)', (ROOT / "pipelines" / f"{script}.py").read_text())
+    assert found, script
+    return found.group(1)
+
+
+def holds_a_config(value, path: str = "plan") -> list[str]:
+    """Where an OmegaConf container hides in `value` (dataclass fields, mappings and lists walked)."""
+    if isinstance(value, Container):
+        return [path]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            p
+            for f in dataclasses.fields(value)
+            for p in holds_a_config(getattr(value, f.name), f"{path}.{f.name}")
+        ]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in holds_a_config(v, f"{path}[{k!r}]")]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in holds_a_config(v, f"{path}[{i}]")]
+    return []
+
+
+def test_every_entry_point_is_covered():
+    assert {"pretrain", "finetune", "distill", "translate_train", "scaling_sweep", "prepare"} <= set(
+        ENTRY_POINTS
+    )
+
+
+@pytest.mark.parametrize("script", ENTRY_POINTS)
+def test_the_door_hands_typed_values_and_nothing_of_hydra(script):
+    stage = entry_stage(script)
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name=config_name(script), overrides=["experiment=smoke"])
+    plan = stage.visible(cfg)
+    assert isinstance(plan, Plan)
+    for key in stage.reads:
+        value = getattr(plan, key)
+        assert not holds_a_config(value, key), holds_a_config(value, key)
+        if isinstance(plan.values[key], dict):  # a group: its dataclass, not a mapping to parse again
+            assert dataclasses.is_dataclass(value), f"{script}: plan.{key} is {type(value).__name__}"
+    assert not holds_a_config(plan.values, "values")
+
+
+def test_a_plan_is_read_only_and_names_what_the_stage_reads():
+    plan = Plan({"seed": 1}, {"seed": 1})
+    assert plan.seed == 1 and "seed" in plan
+    with pytest.raises(AttributeError, match="cannot set 'seed'"):
+        plan.seed = 2
+    with pytest.raises(AttributeError, match="does not read 'model'; it reads seed"):
+        _ = plan.model
+
+
+def test_a_bad_value_is_refused_at_the_door():
+    stage = entry_stage("pretrain")
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=smoke", "optim.lr=-1"])
+    with pytest.raises(ConfigError, match="optim.lr"):
+        stage.visible(cfg)
+
+
+def omegaconf_imports(path: Path) -> list[str]:
+    """`file:line name` of each name imported from omegaconf, `MISSING` aside."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "omegaconf":
+            found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name != "MISSING"]
+        elif isinstance(node, ast.Import):
+            found += [
+                f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("omegaconf")
+            ]
+    return found
+
+
+def test_only_the_door_touches_omegaconf():
+    below = {
+        str(p.relative_to(SRC)): hits
+        for p in sorted(SRC.rglob("*.py"))
+        if str(p.relative_to(SRC)) not in DOOR and (hits := omegaconf_imports(p))
+    }
+    assert not below, f"modules below the stage door import omegaconf: {below}"
+
+
+def test_the_import_check_can_fail(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from omegaconf import MISSING, OmegaConf\nimport omegaconf.errors\n")
+    assert omegaconf_imports(module) == ["m.py:1 OmegaConf", "m.py:2 omegaconf.errors"]
