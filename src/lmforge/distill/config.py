@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import enum_value, validate
 
 TEACHER = re.compile(r"pretrained|hf:.+")
 NOT_OVERRIDABLE = ("family", "n_layers", "n_encoder_layers")  # the teacher's family; depth is student_layers
@@ -50,12 +50,7 @@ class DistillConfig:
     reports_dir: str = "reports/distill/run"  # metrics.json, train_loss.csv, val_loss.csv
 
     def __post_init__(self) -> None:
-        if not isinstance(self.init, StudentInit):
-            allowed = ", ".join(i.value for i in StudentInit)
-            try:
-                self.init = StudentInit(self.init)
-            except ValueError:
-                raise ConfigError(f"distill.init: got {self.init!r}, expected one of: {allowed}") from None
+        self.init = enum_value(StudentInit, self.init, "distill.init")
         if not TEACHER.fullmatch(self.teacher):
             raise ConfigError(
                 f"distill.teacher: got {self.teacher!r}, expected pretrained or hf:<folder or name>"

@@ -25,8 +25,9 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
+from lmforge.structured import plain
 from lmforge.training.config import TrainConfig
-from lmforge.training.pretrain import fingerprint, fit, plain, prepare_run, resume_from, tokenizer_paths
+from lmforge.training.pretrain import fingerprint, fit, prepare_run, resume_from, tokenizer_paths
 
 
 def teacher_source(cfg: DistillConfig) -> Where:

@@ -17,6 +17,7 @@ from enum import Enum
 from torch import nn
 
 from lmforge.errors import ConfigError
+from lmforge.structured import enum_value
 
 
 class Freeze(str, Enum):
@@ -37,12 +38,7 @@ class AdaptConfig:
     freeze_layers: int = 0  # with freeze=bottom: how many layers of each stack stay fixed
 
     def __post_init__(self) -> None:
-        if not isinstance(self.freeze, Freeze):
-            allowed = ", ".join(f.value for f in Freeze)
-            try:
-                self.freeze = Freeze(self.freeze)
-            except ValueError:
-                raise ConfigError(f"adapt.freeze: got {self.freeze!r}, expected one of: {allowed}") from None
+        self.freeze = enum_value(Freeze, self.freeze, "adapt.freeze")
         if self.lora_rank < 1:
             raise ConfigError(f"adapt.lora_rank: got {self.lora_rank}, expected an integer >= 1")
         if not 0.0 <= self.lora_dropout < 1.0:

@@ -23,7 +23,7 @@ import csv
 import json
 import statistics
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
+from lmforge.structured import plain
 from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.splits import rank
 from lmforge.tokenizer.specials import special_token_ids
@@ -154,7 +155,7 @@ def run(plan: Plan) -> StageResult:
     }
     module_args = dict(
         model=begin.config.to_dict(),
-        task=_plain(task),
+        task=plain(task),
         optim=ft.optim(),
         max_steps=ft.max_steps,
         head_dropout=ft.head_dropout,
@@ -323,8 +324,3 @@ def _write_curve(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
         writer.writerows(rows)
-
-
-def _plain(task: TaskConfig) -> dict[str, Any]:
-    """The validated task back to plain values (Enums as strings) for save_hyperparameters."""
-    return json.loads(json.dumps(asdict(task), default=lambda v: v.value))

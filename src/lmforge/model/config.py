@@ -11,13 +11,13 @@ single-line `ConfigError` that names the field, the bad value and what is allowe
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
+from lmforge.structured import enum_value, plain
 
 
 class Family(str, Enum):
@@ -113,7 +113,7 @@ class ModelConfig:
         for name, enum in _ENUM_FIELDS.items():
             value = getattr(self, name)
             if not isinstance(value, enum):
-                setattr(self, name, _coerce_enum(name, value, enum))
+                setattr(self, name, enum_value(enum, value, f"model.{name}"))
         for f in fields(self):
             if f.name not in _ENUM_FIELDS:
                 _check_type(f.name, getattr(self, f.name), f.type)
@@ -186,15 +186,7 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values only (Enums as strings): for yaml, MLflow params and checkpoints."""
-        return {k: (v.value if isinstance(v, Enum) else v) for k, v in dataclasses.asdict(self).items()}
-
-
-def _coerce_enum(name: str, value: Any, enum: type[Enum]) -> Enum:
-    allowed = ", ".join(m.value for m in enum)
-    try:
-        return enum(value)
-    except ValueError:
-        raise ConfigError(f"model.{name}: got {value!r}, expected one of: {allowed}") from None
+        return plain(self)
 
 
 _TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false"}

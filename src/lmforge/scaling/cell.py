@@ -28,13 +28,14 @@ from lmforge.io import write_json
 from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.grid import Cell
+from lmforge.structured import plain
 from lmforge.tokenizer.specials import SpecialTokens
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
 from lmforge.training.config import ObjectiveConfig, OptimConfig, TrainConfig, TrainerConfig
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
-from lmforge.training.pretrain import RESUME_STATE, plain
+from lmforge.training.pretrain import RESUME_STATE
 from lmforge.training.trainer import build_trainer
 
 

@@ -29,10 +29,11 @@ from lmforge.scaling import cell as cells_mod
 from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.grid import Cell, cells, check_capacity, code_fingerprint, keyed
 from lmforge.stage import Plan, StageResult
+from lmforge.structured import plain
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.objectives import OBJECTIVES
-from lmforge.training.pretrain import plain, tokenizer_paths
+from lmforge.training.pretrain import tokenizer_paths
 
 COLUMNS = (
     "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",

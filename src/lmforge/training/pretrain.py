@@ -39,6 +39,7 @@ from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
 from lmforge.stage import Plan as StagePlan
 from lmforge.stage import StageResult
+from lmforge.structured import plain
 from lmforge.tokenizer.config import TokenizerConfig, tokenizer_path
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, flatten
@@ -266,8 +267,3 @@ def claim(out_dir: Path, stamp_text: str, extends: Path | None) -> None:
         with atomic_path(out_dir / "best.ckpt") as tmp:
             shutil.copyfile(best, tmp)
     write_text(out_dir / "fingerprint.txt", stamp_text)
-
-
-def plain(config: Any) -> dict[str, Any]:
-    """A validated dataclass back to plain values (Enums as strings) for save_hyperparameters."""
-    return {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(config).items()}

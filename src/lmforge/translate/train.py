@@ -31,12 +31,12 @@ from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
 from lmforge.stage import Plan, StageResult
+from lmforge.structured import plain
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.callbacks import CurveWriter
 from lmforge.training.config import OptimConfig
 from lmforge.training.module import PretrainModule
-from lmforge.training.pretrain import plain
 from lmforge.training.trainer import build_trainer
 from lmforge.translate.batches import encode_pairs, loader
 from lmforge.translate.config import TranslateConfig, tokenizer_file
