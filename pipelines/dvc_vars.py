@@ -12,6 +12,8 @@ from pathlib import Path
 import yaml
 from hydra import compose, initialize_config_dir
 
+from lmforge.io import write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 VARS = ROOT / "pipelines" / "dvc_vars.yaml"
 ROW_GROUPS = ("row", "distill_row")  # the config groups whose options are fine-tuning rows
@@ -33,4 +35,4 @@ def render(conf: Path) -> str:
 
 
 if __name__ == "__main__":
-    VARS.write_text(render(ROOT / "conf"))
+    write_text(VARS, render(ROOT / "conf"))  # atomic: DVC never reads half a file
