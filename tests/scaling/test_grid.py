@@ -4,14 +4,16 @@ FLOPs from the shapes beside 6ND, content keys, and the bad inputs refused befor
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
+import lmforge
 from lmforge.errors import ConfigError, DataError
 from lmforge.model.config import load_model_config
 from lmforge.model.flops import training_flops
 from lmforge.scaling.config import IsoFlopSlice, ScalingConfig, ShapeRule
-from lmforge.scaling.grid import cells, check_capacity, keyed, shape_of
+from lmforge.scaling.grid import TRAINING_CODE, cells, check_capacity, code_fingerprint, keyed, shape_of
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 
 BASE = load_model_config(
@@ -99,3 +101,11 @@ def test_keys_address_the_cell_and_its_context():
     assert all(a.key != b.key for a, b in zip(first, keyed(grid, {"seed": 2, "data": "x"})))
     rope = cells(config(), BASE | {"position": "rope"}, CLM)
     assert all(a.key != b.key for a, b in zip(first, keyed(rope, {"seed": 1, "data": "x"})))
+
+
+def test_the_code_fingerprint_covers_files_that_exist():
+    """A cell's key hashes the training code; an entry that a move left behind would fail every sweep."""
+    root = Path(lmforge.__file__).parent
+    missing = [entry for entry in TRAINING_CODE if not (root / entry).exists()]
+    assert not missing, f"TRAINING_CODE names paths that do not exist: {missing}"
+    assert len(code_fingerprint()) == 64

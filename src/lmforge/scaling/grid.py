@@ -30,7 +30,7 @@ from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 
 # The code a cell's result depends on: a change here gives new keys, so no stale result is reused.
 TRAINING_CODE = (
-    "config.py", "model", "objectives", "training", "data/datasets.py", "data/encoded.py",
+    "model", "objectives", "training", "structured.py", "data/datasets.py", "data/encoded.py",
     "data/sampling.py", "tokenizer/specials.py", "scaling/cell.py",
 )  # fmt: skip
 SHAPE_KEYS = ("n_layers", "d_model", "n_heads", "d_ff")
