@@ -26,7 +26,7 @@ repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pret
 test: install  ## every test, the slow end-to-end ones included (what CI runs)
 	python -m pytest -q
 
-test-fast: install  ## the unit tests only (about 1.5 minutes)
+test-fast: install  ## the unit tests only (about 6 minutes)
 	python -m pytest -q -m "not slow"
 
 bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~6 minutes)
