@@ -17,6 +17,7 @@ from lmforge.training.config import (
     train_config,
     trainer_config,
 )
+from lmforge.training.pretrain import extends
 
 STAGE = Stage(
     "distill",
@@ -35,6 +36,7 @@ STAGE = Stage(
     will_resume=will_resume,
     checks=(schedule_fits_run,),
     owns=folders,
+    extends=extends,
 )
 
 

@@ -4,7 +4,7 @@ python pipelines/pretrain.py model=llama_tiny objective=clm tokenizer=bpe
 python pipelines/pretrain.py --multirun model=gpt_tiny,llama_tiny,mistral_tiny tokenizer=bpe
 """
 
-from lmforge.model.config import load_model_config
+from lmforge.model.config import model_config
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tracking import cli
@@ -15,14 +15,14 @@ from lmforge.training.config import (
     train_config,
     trainer_config,
 )
-from lmforge.training.pretrain import folders, run, will_resume
+from lmforge.training.pretrain import extends, folders, run, will_resume
 
 STAGE = Stage(
     "pretrain",
     run,
     reads={
         "tokenizer": tokenizer_config,
-        "model": load_model_config,
+        "model": model_config,
         "objective": objective_config,
         "optim": optim_config,
         "trainer": trainer_config,
@@ -34,6 +34,7 @@ STAGE = Stage(
     will_resume=will_resume,
     checks=(schedule_fits_run,),
     owns=folders,
+    extends=extends,
 )
 
 

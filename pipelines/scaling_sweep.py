@@ -5,7 +5,7 @@ python pipelines/scaling_sweep.py model.position=rope scaling.name=rope
 python pipelines/scaling_sweep.py --multirun hydra/launcher=submitit_local scaling.shards=2 scaling.shard=0,1
 """
 
-from lmforge.model.config import load_model_config
+from lmforge.model.config import model_config
 from lmforge.scaling.config import scaling_config
 from lmforge.scaling.sweep import run, will_resume
 from lmforge.stage import Stage, seed_value
@@ -19,7 +19,7 @@ STAGE = Stage(
     reads={
         "scaling": scaling_config,
         "tokenizer": tokenizer_config,
-        "model": load_model_config,  # the base of every cell (its shape comes from the grid)
+        "model": model_config,  # the base of every cell (its shape comes from the grid)
         "objective": objective_config,
         "optim": optim_config,
         "trainer": trainer_config,

@@ -5,7 +5,7 @@ python pipelines/translate_train.py model.norm_placement=pre model.final_norm=tr
 python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'     # the warmup experiment
 """
 
-from lmforge.model.config import load_model_config
+from lmforge.model.config import model_config
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tracking import cli
 from lmforge.training.config import optim_config, trainer_config
@@ -18,7 +18,7 @@ STAGE = Stage(
     reads={
         "pairs": pairs_config,
         "translate": translate_config,
-        "model": load_model_config,
+        "model": model_config,
         "optim": optim_config,
         "trainer": trainer_config,
         "seed": seed_value,

@@ -27,12 +27,19 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def group_yaml(path: Path) -> DictConfig:
-    """One config group's yaml as a composed config holds it: beside conf/paths/default.yaml, so its
+    """One config group's preset as a composed config holds it: merged over the presets its defaults
+    list names (`base` first, each group's dataclass defaults), beside conf/paths/default.yaml so its
     `${paths.data}`-style roots resolve when the group is validated."""
     root = OmegaConf.create(
-        {"paths": OmegaConf.load(CONF / "paths" / "default.yaml"), "group": OmegaConf.load(path)}
+        {"paths": OmegaConf.load(CONF / "paths" / "default.yaml"), "group": _preset(path)}
     )
     return root.group
+
+
+def _preset(path: Path) -> DictConfig:
+    node = OmegaConf.load(path)
+    parents = [d for d in node.pop("defaults", []) if d != "_self_"]
+    return OmegaConf.merge(*(_preset(path.parent / f"{d}.yaml") for d in parents), node)
 
 
 SUBJECTS = ["the jury", "a farmer", "the old mayor", "my sister", "the committee", "a young doctor"]

@@ -37,6 +37,9 @@ def test_committed_dvc_vars_agree_with_conf():
 
 TINY_TASK = """\
 # A tiny local task: the test fixture's TSV folder under a name of its own.
+defaults:
+  - base
+  - _self_
 name: tiny
 kind: classification
 source: local
@@ -46,10 +49,6 @@ params:
 labels: [negative, positive]
 metrics: [accuracy]
 val_fraction: 0.25
-test_fraction: 0.1
-seed: 0
-out_dir: ${paths.data}/tasks/${.name}
-cache_dir: "${oc.env:LMFORGE_CACHE,'~/.cache/lmforge'}"
 licence: "CC0 (written for the tests)"
 """
 

@@ -133,7 +133,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert name in shown
 
     config = repo / "conf" / "tokenizer" / "wordpiece.yaml"
-    config.write_text(config.read_text().replace("lowercase: true", "lowercase: false"))
+    config.write_text(config.read_text() + "lowercase: false\n")  # the preset now changes a default
     rerun = _ran(_dvc(["repro"], repo, env))
     downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
     distill = {"distill", "distill_finetune", "distill_summary"}

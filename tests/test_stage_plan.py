@@ -71,6 +71,9 @@ def test_the_door_hands_typed_values_and_nothing_of_hydra(script):
         assert not holds_a_config(value, key), holds_a_config(value, key)
         if isinstance(plan.values[key], dict):  # a group: its dataclass, not a mapping to parse again
             assert dataclasses.is_dataclass(value), f"{script}: plan.{key} is {type(value).__name__}"
+            field = dataclasses.fields(value)[0].name  # frozen: no module below the door can change it
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(value, field, getattr(value, field))
     assert not holds_a_config(plan.values, "values")
 
 

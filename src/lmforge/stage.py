@@ -45,10 +45,6 @@ class Plan:
     def __contains__(self, key: str) -> bool:
         return key in self._parsed
 
-    def replace(self, **changes: Any) -> Plan:
-        """A copy with some keys' typed values replaced (`values` keeps what the user configured)."""
-        return Plan({**self._parsed, **changes}, self.values)
-
 
 class StageResult(NamedTuple):
     metrics: dict[str, float]  # flat names -> numbers, ready for mlflow.log_metrics
@@ -82,6 +78,7 @@ class Stage:
     will_resume: Callable[[Plan], bool] | None = None  # does this run continue an interrupted one?
     checks: tuple[Check, ...] = ()  # rules across groups (the schedule fits the run), after each group's
     owns: Callable[[Plan], list[str]] | None = None  # output folders this run takes for itself
+    extends: Callable[[Plan], str | None] | None = None  # the output folder of a run this one continues
 
     def resumes(self, plan: Plan) -> bool:
         return bool(self.will_resume and self.will_resume(plan))

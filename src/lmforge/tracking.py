@@ -170,9 +170,9 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
         "dvc_stage": label,
         "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
     }
-    if extends := (plan.values.get("train") or {}).get(
-        "extend_from"
-    ):  # a new run, linked to the one it extends
+    if owned := stage.folders(plan):  # how a later run that extends this one finds it
+        tags["out_dir"] = str(owned[0])
+    if extends := stage.extends and stage.extends(plan):  # a new run, linked to the one it extends
         tags.update(extends=str(extends), extends_run_id=_run_of_folder(str(extends)))
     # before a run is opened: a refused resume (train.resume=true over another config) raises here
     run_id = _settle_unfinished_runs(label, resume=stage.resumes(plan))
@@ -197,11 +197,11 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
 
 
 def _run_of_folder(folder: str) -> str:
-    """The newest finished MLflow run whose `train.out_dir` is `folder`, or 'none'."""
+    """The newest finished MLflow run that wrote `folder` (its `out_dir` tag), or 'none'."""
     import mlflow
 
     runs = mlflow.search_runs(
-        filter_string=f"params.`train.out_dir` = '{folder}' and attributes.status = 'FINISHED'",
+        filter_string=f"tags.out_dir = '{folder}' and attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
         output_format="list",
         max_results=1,

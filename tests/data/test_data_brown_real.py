@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 
 
 @pytest.mark.slow
 def test_real_brown_corpus_fetch_and_counts(tmp_path):
-    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "data" / "brown.yaml")
+    conf = group_yaml(Path(__file__).resolve().parents[2] / "conf" / "data" / "brown.yaml")
     conf.update(
         {
             "cache_dir": str(tmp_path / "cache"),

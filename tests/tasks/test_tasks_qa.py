@@ -8,7 +8,7 @@ import re
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import entry_stage
+from helpers import entry_stage, group_yaml
 from lmforge.corpora.fetch import cache_root
 from lmforge.corpora.pin import Pin
 from lmforge.errors import ConfigError, DataError
@@ -30,7 +30,7 @@ KEPT = {  # id -> (question, answer) of every usable question in the fixture
 
 def _qa_task(repo, tmp_path, monkeypatch, fixtures, **params):
     monkeypatch.setattr(wordnet, "data_folder", lambda params, ctx: fixtures / "wordnet")
-    conf = OmegaConf.load(repo / "conf" / "task" / "qa.yaml")
+    conf = group_yaml(repo / "conf" / "task" / "qa.yaml")
     conf.out_dir, conf.cache_dir = str(tmp_path / "out"), str(tmp_path / "cache")
     conf.params.update(params)
     return OmegaConf.create({"task": conf})
@@ -113,7 +113,7 @@ def test_max_examples_must_be_positive(tmp_path, repo, fixtures, monkeypatch):
 @pytest.mark.slow
 def test_real_wordnet_base_gives_thousands_of_questions(repo, tmp_path):
     """Fetches Debian wordnet-base (6.5 MB) unless the cache of conf/task/qa.yaml already holds it."""
-    conf = OmegaConf.load(repo / "conf" / "task" / "qa.yaml")
+    conf = group_yaml(repo / "conf" / "task" / "qa.yaml")
     params = wordnet.WordNetQAParams(Pin(**conf.params.pin), conf.params.folder, None)
     ctx = Context("qa", Kind.qa, (), cache_root(conf.cache_dir), 0)
     synsets = load_synsets(wordnet.data_folder(params, ctx))

@@ -120,7 +120,7 @@ def test_missing_tokenizer_file_is_a_data_error(tmp_path):
 @pytest.mark.parametrize(("key", "value"), [("kind", "unigram"), ("vocab_size", 0), ("n_sentinels", -1)])
 def test_bad_tokenizer_config_is_a_one_line_config_error(key, value):
     with pytest.raises(ConfigError) as info:
-        tokenizer_config(OmegaConf.create({"tokenizer": {key: value}}))
+        tokenizer_config(OmegaConf.create({key: value}))
     assert "\n" not in str(info.value) and key in str(info.value)
 
 

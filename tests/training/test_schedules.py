@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from lmforge.errors import ConfigError
+from lmforge.training.config import OptimConfig
 from lmforge.training.optim import build_optimizer, parameter_groups
 from lmforge.training.schedules import build_scheduler
 
@@ -132,7 +133,7 @@ def test_adamw_decays_matrices_and_leaves_vectors():
         model.norm.weight, before["norm.weight"]
     )
     assert opt.param_groups[0]["betas"] == (0.9, 0.95)
-    with pytest.raises(ConfigError, match="betas"):
-        build_optimizer(model, lr=0.1, betas=(0.9,))
-    with pytest.raises(ConfigError, match="lr"):
-        build_optimizer(model, lr=0.0)
+    with pytest.raises(ConfigError, match="optim.betas"):
+        OptimConfig(lr=0.1, betas=[0.9])
+    with pytest.raises(ConfigError, match="optim.lr"):
+        OptimConfig(lr=0.0)

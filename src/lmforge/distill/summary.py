@@ -25,7 +25,7 @@ from lmforge.evaluation.evaluate import test_metrics
 from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
-from lmforge.structured import validate
+from lmforge.structured import Group
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
@@ -34,7 +34,7 @@ from lmforge.training.datamodule import PretrainDataModule
 ROLES = ("teacher", "student", "control")
 
 
-@dataclass
+@dataclass(frozen=True)
 class DistillSummaryConfig:
     families: dict[str, str] = field(default_factory=lambda: {"encoder": "wordpiece", "decoder": "bpe"})
     teacher_dir: str = "artifacts/pretrain"
@@ -61,8 +61,7 @@ class DistillSummaryConfig:
             )
 
 
-def distill_summary_config(values: Any) -> DistillSummaryConfig:
-    return validate(DistillSummaryConfig, values, "distill_summary")
+distill_summary_config = Group(DistillSummaryConfig, "distill_summary")
 
 
 def checkpoints(cfg: DistillSummaryConfig, family: str) -> dict[str, Path]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import Group
 
 
-@dataclass
+@dataclass(frozen=True)
 class SamplesConfig:
     """Decoder continuations of fixed prompts, decoded with the KV cache."""
 
@@ -33,7 +32,7 @@ class SamplesConfig:
             raise ConfigError(f"eval.samples.top_p: got {self.top_p}, expected null or a value in (0, 1]")
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalConfig:
     reports_dir: str = "reports/eval"  # {run_name}.json metrics; {run_name}/ samples and plots
     max_batches: int | None = None  # cap on test batches; null -> the whole test split
@@ -44,5 +43,4 @@ class EvalConfig:
             raise ConfigError(f"eval.max_batches: got {self.max_batches}, expected null or an integer >= 1")
 
 
-def eval_config(node: Any) -> EvalConfig:
-    return validate(EvalConfig, node, "eval")
+eval_config = Group(EvalConfig, "eval")

@@ -27,7 +27,7 @@ class Freeze(str, Enum):
     backbone = "backbone"  # everything but the task head (a linear probe)
 
 
-@dataclass
+@dataclass(frozen=True)
 class AdaptConfig:
     lora: bool = False  # train low-rank adapters instead of the backbone's weights
     lora_rank: int = 8  # r
@@ -38,7 +38,7 @@ class AdaptConfig:
     freeze_layers: int = 0  # with freeze=bottom: how many layers of each stack stay fixed
 
     def __post_init__(self) -> None:
-        self.freeze = enum_value(Freeze, self.freeze, "adapt.freeze")
+        object.__setattr__(self, "freeze", enum_value(Freeze, self.freeze, "adapt.freeze"))  # frozen
         if self.lora_rank < 1:
             raise ConfigError(f"adapt.lora_rank: got {self.lora_rank}, expected an integer >= 1")
         if not 0.0 <= self.lora_dropout < 1.0:

@@ -15,13 +15,13 @@ from typing import Any
 
 from lmforge.errors import ConfigError
 from lmforge.finetune.adapt import AdaptConfig
-from lmforge.structured import validate
+from lmforge.structured import Group
 from lmforge.training.config import check_optim_values, check_schedule_length
 
 INIT = re.compile(r"pretrained|scratch|hf:.+")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FinetuneConfig:
     init: str = "pretrained"  # pretrained | scratch | hf:<folder or packaged model name>
     backbone: str = "encoder"  # pretrained/scratch: the pretrain run (artifacts/pretrain/<backbone>)
@@ -93,9 +93,7 @@ class FinetuneConfig:
         }
 
 
-def finetune_config(values: Any) -> FinetuneConfig:
-    return validate(FinetuneConfig, values, "finetune")
+finetune_config = Group(FinetuneConfig, "finetune")
 
 
-def adapt_config(values: Any) -> AdaptConfig:
-    return validate(AdaptConfig, values, "adapt")
+adapt_config = Group(AdaptConfig, "adapt")

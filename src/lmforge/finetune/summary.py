@@ -16,19 +16,18 @@ from typing import Any
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
-from lmforge.structured import validate
+from lmforge.structured import Group
 
 TASK_ORDER = ("sentiment", "topic", "pos", "paraphrase", "qa")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SummaryConfig:
     rows_dir: str = "reports/finetune/rows"
     out_dir: str = "reports/finetune"
 
 
-def summary_config(values: Any) -> SummaryConfig:
-    return validate(SummaryConfig, values, "summary")
+summary_config = Group(SummaryConfig, "summary")
 
 
 def read_rows(rows_dir: Path) -> dict[str, dict[str, Any]]:

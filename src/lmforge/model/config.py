@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import enum_value, plain
+from lmforge.structured import Group, enum_value, plain
 
 
 class Family(str, Enum):
@@ -62,7 +62,7 @@ _ENUM_FIELDS: dict[str, type[Enum]] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     """Every architecture knob. Validated on construction; see `load_model_config` for yaml input."""
 
@@ -113,7 +113,7 @@ class ModelConfig:
         for name, enum in _ENUM_FIELDS.items():
             value = getattr(self, name)
             if not isinstance(value, enum):
-                setattr(self, name, enum_value(enum, value, f"model.{name}"))
+                object.__setattr__(self, name, enum_value(enum, value, f"model.{name}"))  # frozen
         for f in fields(self):
             if f.name not in _ENUM_FIELDS:
                 _check_type(f.name, getattr(self, f.name), f.type)
@@ -222,3 +222,6 @@ def load_model_config(values: Mapping[str, Any]) -> ModelConfig:
     if unknown:
         raise ConfigError(f"model.{unknown[0]}: unknown field, expected one of: {', '.join(sorted(known))}")
     return ModelConfig(**values)
+
+
+model_config = Group(ModelConfig, "model", parse=load_model_config, label="base")

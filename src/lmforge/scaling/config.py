@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import Group
 
 
 class ParamCount(str, Enum):
@@ -25,14 +25,14 @@ class ParamCount(str, Enum):
     total = "total"  # every parameter, tied ones once
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShapeRule:
     aspect: int = 16  # d_model per layer
     head_dim: int = 16  # d_model / n_heads
     ffn_ratio: int = 4  # d_ff / d_model
 
 
-@dataclass
+@dataclass(frozen=True)
 class IsoFlopSlice:
     flops: float = 0.0  # the compute budget C of the slice (training FLOPs counted from the shapes)
     sizes: list[Any] = field(
@@ -40,7 +40,7 @@ class IsoFlopSlice:
     )  # sizes trained to exactly C (tokens = C / FLOPs per token)
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitConfig:
     params: ParamCount = ParamCount.non_embedding  # N of the law
     huber_delta: float = 1.0e-3  # Hoffmann et al.'s delta on log-loss residuals
@@ -50,7 +50,7 @@ class FitConfig:
     seed: int = 0  # seeds the bootstrap
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScalingConfig:
     name: str = "default"  # names the sweep: reports/scaling/<name>/ and the MLflow parent run
     sizes: list[Any] = field(default_factory=list)  # the grid's sizes: n_layers (shape rule) or mappings
@@ -107,5 +107,4 @@ class ScalingConfig:
             )
 
 
-def scaling_config(node: Any) -> ScalingConfig:
-    return validate(ScalingConfig, node, "scaling")
+scaling_config = Group(ScalingConfig, "scaling")

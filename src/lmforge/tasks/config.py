@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import CACHE, Group, rooted
 
 
 class Kind(str, Enum):
@@ -45,7 +45,7 @@ METRICS_FOR = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskConfig:
     name: str = MISSING  # task name: the card's title and, by default, the output folder
     kind: Kind = MISSING  # classification | pair_classification | tagging | qa
@@ -56,8 +56,9 @@ class TaskConfig:
     val_fraction: float = 0.1  # share held out for validation (when the source gives no val split)
     test_fraction: float = 0.1  # share held out for testing (when the source gives no test split)
     seed: int = 0  # seeds the ranking behind the split: sha256(f"{seed}:{group}")
-    out_dir: str = "data/tasks/${.name}"  # output: {train,val,test}.jsonl, card.md, card.json
-    cache_dir: str = "~/.cache/lmforge"  # fetched archives; the yaml lets env LMFORGE_CACHE override it
+    # output: {train,val,test}.jsonl, card.md, card.json
+    out_dir: str = rooted("data/tasks/${.name}", "${paths.data}/tasks/${.name}")
+    cache_dir: str = rooted("~/.cache/lmforge", CACHE)  # fetched archives
     licence: str = "unknown"  # recorded in the card for local/hf sources (fetched sources know theirs)
     # How a model reads it (fine-tuning): tokens per example, special tokens included. Longer inputs
     # keep their beginning (a news article its headline and first paragraphs; QA cuts only the context).
@@ -98,7 +99,4 @@ def _names(metrics: set[Metric]) -> list[str]:
     return sorted(m.value for m in metrics)
 
 
-def task_config(cfg: Any) -> TaskConfig:
-    """The validated `task` group of a full Hydra config (or of a bare task node)."""
-    node = cfg["task"] if "task" in cfg else cfg
-    return validate(TaskConfig, node, "task")
+task_config = Group(TaskConfig, "task")

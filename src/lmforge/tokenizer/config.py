@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import Group, rooted
 
 
 class Kind(str, Enum):
@@ -16,7 +15,7 @@ class Kind(str, Enum):
     bpe = "bpe"  # GPT-2 (Radford et al., 2019): byte-level BPE, no unknown token
 
 
-@dataclass
+@dataclass(frozen=True)
 class TokenizerConfig:
     name: str = "wordpiece"  # names the output folders: {dir}/{name}/, {encoded_dir}/{name}/
     kind: Kind = Kind.wordpiece  # wordpiece | bpe
@@ -24,9 +23,9 @@ class TokenizerConfig:
     min_frequency: int = 2  # a merge / piece must occur this often in the training text
     lowercase: bool = True  # WordPiece only: BERT-uncased style lowercasing and accent stripping
     n_sentinels: int = 100  # <extra_id_0..n-1> span-corruption sentinels (T5, Raffel et al., 2020)
-    dir: str = "artifacts/tokenizers"  # output: {dir}/{name}/tokenizer.json
-    encoded_dir: str = "data/encoded"  # output of the encode stage: {encoded_dir}/{name}/
-    reports_dir: str = "reports/tokenizer"  # output: {reports_dir}/{name}.json
+    dir: str = rooted("artifacts/tokenizers", "${paths.artifacts}/tokenizers")  # {dir}/{name}/tokenizer.json
+    encoded_dir: str = rooted("data/encoded", "${paths.data}/encoded")  # encode stage: {encoded_dir}/{name}/
+    reports_dir: str = rooted("reports/tokenizer", "${paths.reports}/tokenizer")  # {reports_dir}/{name}.json
     batch_size: int = 1000  # sentences per batch when training / encoding
 
     def __post_init__(self) -> None:
@@ -44,7 +43,4 @@ def tokenizer_path(tokenizer_dir: str | Path, name: str) -> Path:
     return Path(tokenizer_dir) / name / "tokenizer.json"
 
 
-def tokenizer_config(cfg: Any) -> TokenizerConfig:
-    """The validated `tokenizer` group of a full Hydra config (or of a bare tokenizer node)."""
-    node = cfg["tokenizer"] if "tokenizer" in cfg else cfg
-    return validate(TokenizerConfig, node, "tokenizer")
+tokenizer_config = Group(TokenizerConfig, "tokenizer")

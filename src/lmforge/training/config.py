@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import Group
 
 # The learning-rate schedules of `lmforge.training.schedules.SCHEDULES` (named here so that parsing a
 # config imports no torch; a test keeps the two equal).
@@ -26,7 +26,7 @@ class ObjectiveKind(str, Enum):
     seq2seq = "seq2seq"  # plain source -> target pairs (translation); trains on pairs, not a corpus
 
 
-@dataclass
+@dataclass(frozen=True)
 class ObjectiveConfig:
     name: str = "clm"  # label used in run names
     kind: ObjectiveKind = ObjectiveKind.clm
@@ -50,16 +50,16 @@ class ObjectiveConfig:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class OptimConfig:
     name: str = "adamw"
-    lr: float = 1e-3  # peak learning rate (noam: a factor on the paper's rate)
+    lr: float = 2e-3  # peak learning rate (noam: a factor on the paper's rate)
     weight_decay: float = 0.1  # AdamW decay on matrices only
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
     eps: float = 1e-8
     schedule: str = "cosine"  # noam | linear | cosine | constant
     warmup_steps: int = 100
-    min_lr_ratio: float | None = None  # linear / cosine floor as a share of lr; None -> schedule default
+    min_lr_ratio: float | None = 0.1  # linear / cosine floor as a share of lr; None -> schedule default
 
     def __post_init__(self) -> None:
         check_optim_values(self, "optim")
@@ -101,7 +101,7 @@ def check_schedule_length(values: Any, group: str, max_steps: int, steps_key: st
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     batch_size: int = 32  # sequences per optimizer step and device (before accumulation)
     seq_len: int = 128  # tokens per sequence (encoder input length for span corruption)
@@ -141,12 +141,12 @@ class TrainConfig:
 PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainerConfig:
     """The Lightning `Trainer` arguments we pass through; validation always covers the whole split."""
 
     name: str = "cpu"  # label of the preset
-    accelerator: str = "cpu"  # cpu | gpu | auto
+    accelerator: str = "auto"  # cpu | gpu | auto: the GPU when there is one, else the CPU
     devices: Any = 1  # processes per node: an integer, -1 (all) or "auto"
     num_nodes: int = 1  # machines (torchrun or SLURM starts the processes)
     strategy: str = "auto"  # auto | ddp | fsdp | ...
@@ -196,23 +196,18 @@ class TrainerConfig:
             )
 
 
-def schedule_fits_run(cfg: Any) -> None:
-    """A stage check: the `optim` schedule fits a run of `trainer.max_steps` steps."""
-    max_steps = trainer_config(cfg.trainer).max_steps
-    check_schedule_length(optim_config(cfg.optim), "optim", max_steps, "trainer.max_steps")
+def schedule_fits_run(plan: Any) -> None:
+    """A stage check on the validated plan: the `optim` schedule fits a run of `trainer.max_steps` steps."""
+    check_schedule_length(plan.optim, "optim", plan.trainer.max_steps, "trainer.max_steps")
 
 
-def objective_config(node: Any) -> ObjectiveConfig:
-    return validate(ObjectiveConfig, node, "objective")
+objective_config = Group(ObjectiveConfig, "objective")
 
 
-def optim_config(node: Any) -> OptimConfig:
-    return validate(OptimConfig, node, "optim")
+optim_config = Group(OptimConfig, "optim")
 
 
-def train_config(node: Any) -> TrainConfig:
-    return validate(TrainConfig, node, "train")
+train_config = Group(TrainConfig, "train")
 
 
-def trainer_config(node: Any) -> TrainerConfig:
-    return validate(TrainerConfig, node, "trainer")
+trainer_config = Group(TrainerConfig, "trainer")

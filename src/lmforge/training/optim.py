@@ -42,15 +42,8 @@ def build_optimizer(
     betas: Sequence[float] = (0.9, 0.95),
     eps: float = 1e-8,
 ) -> torch.optim.AdamW:
-    """AdamW over `parameter_groups`; `betas` may be a list (as Hydra passes it)."""
-    if not lr > 0:
-        raise ConfigError(f"lr={lr}: expected a learning rate > 0")
-    if weight_decay < 0:
-        raise ConfigError(f"weight_decay={weight_decay}: expected a value >= 0")
-    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-        raise ConfigError(f"betas={list(betas)}: expected two values in [0, 1)")
-    if not eps > 0:
-        raise ConfigError(f"eps={eps}: expected a value > 0")
+    """AdamW over `parameter_groups`; `betas` may be a list (as Hydra passes it). The values' ranges
+    are checked once, where the config is parsed (`OptimConfig`, `FinetuneConfig`)."""
     groups = parameter_groups(model_or_params, weight_decay)
     if not groups[0]["params"] and not groups[1]["params"]:
         raise ConfigError(
@@ -69,7 +62,7 @@ def optimization(
     extra: dict[str, Any] = {}
     if o.schedule == "noam":
         extra["d_model"] = d_model
-    elif o.min_lr_ratio is not None:
+    elif o.schedule in ("linear", "cosine") and o.min_lr_ratio is not None:  # the decaying ones' floor
         extra["min_lr_ratio"] = o.min_lr_ratio
     total = max_steps if o.schedule in ("linear", "cosine") else None
     scheduler = build_scheduler(optimizer, o.schedule, o.warmup_steps, total, **extra)

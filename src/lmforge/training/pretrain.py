@@ -23,6 +23,7 @@ checkpoint to continue, model, Lightning Trainer) has been built without error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shutil
 from collections.abc import Callable
@@ -67,9 +68,11 @@ def model_values(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int)
     return config.to_dict()
 
 
+@functools.lru_cache(maxsize=4)
 def fingerprint(plan: StagePlan, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
     """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
-    other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends)."""
+    other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends). Kept per plan
+    (a plan is immutable and lives for one run): the door's `will_resume` and the run share one hash."""
     if not encoded_dir.is_dir():
         raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
     values = {**plan.values, "train": {k: v for k, v in plan.values["train"].items() if k != "resume"}}
@@ -129,6 +132,11 @@ def changed_keys(recorded: str, stamp_text: str) -> list[str]:
 def folders(plan: StagePlan) -> list[str]:
     """The output folder a pretrain run writes alone (locked by `execute` before anything starts)."""
     return [plan.train.out_dir]
+
+
+def extends(plan: StagePlan) -> str | None:
+    """The output folder of the run this one extends (`train.extend_from`), if any: MLflow links them."""
+    return plan.train.extend_from
 
 
 def will_resume(plan: StagePlan) -> bool:

@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from lmforge.corpora.bible import Module
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import CACHE, Group, rooted
 
 
 class PairsSource(str, Enum):
@@ -19,12 +18,12 @@ class PairsSource(str, Enum):
     local = "local"  # a two-column TSV: source<TAB>target, optionally a third column naming a group
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocalPairs:
     path: str | None = None  # the .tsv file; lines "source<TAB>target[<TAB>group]"
 
 
-@dataclass
+@dataclass(frozen=True)
 class PairsConfig:
     name: str = "bible-en-es"  # recorded in the data card
     source: PairsSource = PairsSource.sword
@@ -41,12 +40,14 @@ class PairsConfig:
     test_fraction: float = 0.03
     seed: int = 0
     max_pairs: int | None = None  # keep the first N training pairs (smoke runs); val and test stay whole
-    out_dir: str = "data/translate"  # output: {train,val,test}.tsv
-    reports_dir: str = "reports/translate"  # output: data_card.md, data.json
-    cache_dir: str = "~/.cache/lmforge"
+    out_dir: str = rooted("data/translate", "${paths.data}/translate")  # output: {train,val,test}.tsv
+    reports_dir: str = rooted("reports/translate", "${paths.reports}/translate")  # data_card.md, data.json
+    cache_dir: str = rooted("~/.cache/lmforge", CACHE)
     licence: str = "unknown"  # local only: recorded in the data card
 
     def __post_init__(self) -> None:
+        if self.source is PairsSource.local and not self.local.path:
+            raise ConfigError("pairs.local.path is empty; expected a .tsv file for pairs.source=local")
         if self.source is PairsSource.sword and (self.first is None or self.second is None):
             raise ConfigError(
                 "pairs.first / pairs.second: got none, expected both SWORD modules for source=sword"
@@ -68,7 +69,7 @@ class LongPairs(str, Enum):
     refuse = "refuse"  # stop with one line naming the first pair that is too long
 
 
-@dataclass
+@dataclass(frozen=True)
 class DecodeConfig:
     beam_size: int = 4  # 1 is greedy (Vaswani et al.: 4)
     length_penalty: float = 0.6  # alpha of GNMT's ((5 + |Y|) / 6)^alpha (Vaswani et al.: 0.6)
@@ -90,7 +91,7 @@ class DecodeConfig:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TranslateConfig:
     vocab_size: int = 8000  # one byte-level BPE vocabulary learnt on both languages' training text
     min_frequency: int = 2
@@ -134,9 +135,7 @@ def tokenizer_file(tokenizer_dir: str | Path) -> Path:
     return Path(tokenizer_dir) / "tokenizer.json"
 
 
-def pairs_config(node: Any) -> PairsConfig:
-    return validate(PairsConfig, node, "pairs")
+pairs_config = Group(PairsConfig, "pairs")
 
 
-def translate_config(node: Any) -> TranslateConfig:
-    return validate(TranslateConfig, node, "translate")
+translate_config = Group(TranslateConfig, "translate")

@@ -17,24 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmforge.errors import DataError
+from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, write_json, write_text
 from lmforge.stage import Plan, StageResult
-from lmforge.structured import validate
+from lmforge.structured import Group
 
 
-@dataclass
+@dataclass(frozen=True)
 class WarmupSummaryConfig:
     runs: list[str] = field(default_factory=list)  # run names, e.g. warmup-post-noam-s1
     runs_dir: str = "reports/translate/warmup"  # each run's reports: {runs_dir}/{run}/
     reports_dir: str = "reports/translate/warmup_summary"
 
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ConfigError("warmup_summary.runs: got none, expected the warmup experiment's run names")
 
-def warmup_summary_config(node: Any) -> WarmupSummaryConfig:
-    cfg = validate(WarmupSummaryConfig, node, "warmup_summary")
-    if not cfg.runs:
-        raise DataError("warmup_summary.runs: got none, expected the warmup experiment's run names")
-    return cfg
+
+warmup_summary_config = Group(WarmupSummaryConfig, "warmup_summary")
 
 
 def arm_of(run: str) -> str:
