@@ -30,16 +30,22 @@ def group_yaml(path: Path) -> DictConfig:
     """One config group's preset as a composed config holds it: merged over the presets its defaults
     list names (`base` first, each group's dataclass defaults), beside conf/paths/default.yaml so its
     `${paths.data}`-style roots resolve when the group is validated."""
-    root = OmegaConf.create(
-        {"paths": OmegaConf.load(CONF / "paths" / "default.yaml"), "group": _preset(path)}
-    )
+    root = OmegaConf.create({"paths": OmegaConf.load(CONF / "paths" / "default.yaml"), "group": preset(path)})
     return root.group
 
 
-def _preset(path: Path) -> DictConfig:
+def preset_parents(path: Path) -> list[str]:
+    """The presets a group yaml's defaults list builds on (`base`, or a preset that does)."""
+    return [d for d in OmegaConf.load(path).get("defaults", []) if d != "_self_"]
+
+
+def preset(path: Path, own: bool = True) -> DictConfig:
+    """A group preset merged over the presets its defaults list names, interpolations unresolved;
+    `own=False`: only what it inherits."""
     node = OmegaConf.load(path)
-    parents = [d for d in node.pop("defaults", []) if d != "_self_"]
-    return OmegaConf.merge(*(_preset(path.parent / f"{d}.yaml") for d in parents), node)
+    node.pop("defaults", None)
+    inherited = [preset(path.parent / f"{d}.yaml") for d in preset_parents(path)]
+    return OmegaConf.merge(*inherited, node if own else {})
 
 
 SUBJECTS = ["the jury", "a farmer", "the old mayor", "my sister", "the committee", "a young doctor"]

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
+
+from helpers import preset, preset_parents
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -27,32 +30,16 @@ def _load(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) or {}
 
 
-def _parents(path: Path) -> list[str]:
-    return [d for d in _load(path).get("defaults", []) if d != "_self_"]
-
-
-def inherited(path: Path) -> dict:
-    """What a preset's defaults list gives it before its own values (base first, then each parent)."""
-    out: dict = {}
-    for parent in _parents(path):
-        out.update(composed(path.parent / f"{parent}.yaml"))
-    return out
-
-
-def composed(path: Path) -> dict:
-    return {**inherited(path), **{k: v for k, v in _load(path).items() if k != "defaults"}}
-
-
 def restated(path: Path) -> list[str]:
     """The keys of a preset (but its `name`) whose value equals what it inherits."""
-    before = inherited(path)
+    before = OmegaConf.to_container(preset(path, own=False))
     return [
         k for k, v in _load(path).items() if k not in ("name", "defaults") and k in before and before[k] == v
     ]
 
 
 def reaches_base(path: Path) -> bool:
-    parents = _parents(path)
+    parents = preset_parents(path)
     return "base" in parents or any(reaches_base(path.parent / f"{p}.yaml") for p in parents)
 
 
