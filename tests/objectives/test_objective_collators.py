@@ -6,7 +6,7 @@ import pickle
 
 import torch
 
-from lmforge.objectives.collate import CausalLMCollator, MLMCollator, SpanCorruptionCollator
+from lmforge.objectives.collate import CausalLMCollator, MLMCollator, SpanCorruptionCollator, pad
 from lmforge.objectives.masking import IGNORE_INDEX
 from lmforge.objectives.span_corruption import restore_spans
 
@@ -93,3 +93,11 @@ def test_span_collator_builds_teacher_forced_decoder_inputs():
     # Static corruption: the same example, alone in a batch, is corrupted the same way.
     alone = collate([items[1]])
     assert torch.equal(alone["labels"][0], batch["labels"][1, : alone["labels"].shape[1]])
+
+
+def test_pad_right_and_left_against_hand_written_batches():
+    ids, mask = pad([[1, 2, 3], [4]], value=0)
+    assert ids.tolist() == [[1, 2, 3], [4, 0, 0]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    ids, mask = pad([[1, 2, 3], [4]], value=9, left=True)  # generation prompts end at the last column
+    assert ids.tolist() == [[1, 2, 3], [9, 9, 4]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert pad([torch.tensor([5, 6])], value=-100)[0].dtype == torch.long

@@ -23,6 +23,7 @@ from lmforge.evaluation.config import SamplesConfig
 from lmforge.evaluation.plots import loss_curves
 from lmforge.io import write_json
 from lmforge.model import generate
+from lmforge.objectives.collate import pad
 from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
@@ -48,11 +49,8 @@ def samples(module: PretrainModule, tokenizer, specials, settings: SamplesConfig
     """Continuations of fixed prompts, one batch, decoded with the KV cache."""
     prompts = list(settings.prompts)
     encoded = [tokenizer.encode(p, add_special_tokens=False).ids for p in prompts]
-    width = max(len(e) for e in encoded)
-    ids = torch.full((len(encoded), width), specials.pad, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, e in enumerate(encoded):  # left padding: every prompt ends at the last column
-        ids[row, width - len(e) :], mask[row, width - len(e) :] = torch.tensor(e), 1
+    ids, mask = pad(encoded, specials.pad, left=True)  # every prompt ends at the last column
+    width = ids.shape[1]
     out = []
     for name, temperature in (("greedy", 0.0), ("sampled", settings.temperature)):
         generated = generate(

@@ -25,6 +25,7 @@ from tokenizers import Tokenizer
 
 from lmforge.errors import DataError
 from lmforge.finetune.spans import IGNORE_INDEX, align_word_labels, answer_token_span
+from lmforge.objectives.collate import pad
 
 Record = dict[str, Any]
 Feature = dict[str, Any]
@@ -131,17 +132,15 @@ class Collator:
     keep: tuple[str, ...] = field(default=("offsets", "context", "answers"))  # passed through as lists
 
     def __call__(self, features: list[Feature]) -> dict[str, Any]:
-        width = max(len(f["input_ids"]) for f in features)
 
         def padded(key: str, value: int) -> torch.Tensor:
-            return torch.tensor([f[key] + [value] * (width - len(f[key])) for f in features])
+            return pad([f[key] for f in features], value)[0]
 
+        input_ids, mask = pad([f["input_ids"] for f in features], self.pad_id)
         batch: dict[str, Any] = {
-            "input_ids": padded("input_ids", self.pad_id),
+            "input_ids": input_ids,
             "token_type_ids": padded("token_type_ids", 0),
-            "attention_mask": torch.tensor(
-                [[True] * len(f["input_ids"]) + [False] * (width - len(f["input_ids"])) for f in features]
-            ),
+            "attention_mask": mask.bool(),
         }
         first = features[0]
         if "label" in first:
@@ -151,9 +150,7 @@ class Collator:
         if "start" in first:
             batch["start"] = torch.tensor([f["start"] for f in features])
             batch["end"] = torch.tensor([f["end"] for f in features])
-            batch["context_mask"] = torch.tensor(
-                [f["context_mask"] + [False] * (width - len(f["context_mask"])) for f in features]
-            )
+            batch["context_mask"] = padded("context_mask", 0).bool()
         for key in self.keep:
             if key in first:
                 batch[key] = [f[key] for f in features]

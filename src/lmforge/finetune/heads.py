@@ -21,6 +21,8 @@ from enum import Enum
 import torch
 from torch import nn
 
+from lmforge.objectives.collate import pad
+
 
 class Pooling(str, Enum):
     cls = "cls"  # position 0 ([CLS]) through a dense + tanh pooler (BERT)
@@ -83,11 +85,8 @@ class LabelWords(nn.Module):
         super().__init__()
         if not label_ids or any(not ids for ids in label_ids):
             raise ValueError(f"LabelWords needs token ids for every label, got {label_ids!r}")
-        width = max(len(ids) for ids in label_ids)
-        targets = torch.full((len(label_ids), width), pad_id, dtype=torch.long)
-        for i, ids in enumerate(label_ids):
-            targets[i, : len(ids)] = torch.tensor(ids)
-        valid = torch.arange(width)[None, :] < torch.tensor([len(ids) for ids in label_ids])[:, None]
+        targets, valid = pad(label_ids, pad_id)
+        valid = valid.bool()
         start = torch.full((len(label_ids), 1), pad_id, dtype=torch.long)
         self.register_buffer("targets", targets, persistent=False)  # (n_labels, L)
         self.register_buffer("valid", valid, persistent=False)  # (n_labels, L)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torchmetrics.functional.classification import binary_f1_score, multiclass_accuracy, multiclass_f1_score
 
-IGNORE_INDEX = -100
+from lmforge.objectives.masking import IGNORE_INDEX
 
 
 def accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-IGNORE_INDEX = -100
+from lmforge.objectives.masking import IGNORE_INDEX
 
 
 def align_word_labels(word_ids: Sequence[int | None], labels: Sequence[int]) -> list[int]:

@@ -38,6 +38,17 @@ def length_mask(lengths: Sequence[int], max_length: int) -> Tensor:
     return (torch.arange(max_length)[None, :] < lengths_t[:, None]).long()
 
 
+def pad(rows: Sequence[Sequence[int] | Tensor], value: int, left: bool = False) -> tuple[Tensor, Tensor]:
+    """Rows of ids of varying length as `(B, T_max)` long ids filled with `value`, and the long mask of
+    the real positions: on the right (batches to train or score), or with `left=True` on the left
+    (prompts that all end at the last column, for generation). The only padding in the project."""
+    tensors = [torch.as_tensor(row, dtype=torch.long) for row in rows]
+    lengths = [len(t) for t in tensors]
+    if not left:
+        return pad_right(tensors, value), length_mask(lengths, max(lengths))
+    return pad_right([t.flip(0) for t in tensors], value).flip(1), length_mask(lengths, max(lengths)).flip(1)
+
+
 def _generator(rng: ExampleRNG, item: Item) -> torch.Generator:
     """The generator of this visit of the item: keyed by its dataset index and draw (copy or epoch)."""
     index = item.get("index")

@@ -21,6 +21,7 @@ import torch
 from tokenizers import Tokenizer
 
 from lmforge.errors import DataError
+from lmforge.objectives.collate import pad
 from lmforge.objectives.masking import IGNORE_INDEX
 from lmforge.translate.config import LongPairs
 
@@ -120,22 +121,14 @@ class PairCollator:
 
     def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
         rows = [self.pairs[i] for i in indices]
-        S, T = max(len(r.source) for r in rows), max(len(r.target) for r in rows)
-        input_ids = torch.full((len(rows), S), self.pad, dtype=torch.long)
-        decoder_input_ids = torch.full((len(rows), T), self.pad, dtype=torch.long)
-        labels = torch.full((len(rows), T), IGNORE_INDEX, dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row.source)] = torch.tensor(row.source)
-            decoder_input_ids[i, : len(row.target)] = torch.tensor([self.bos, *row.target[:-1]])
-            labels[i, : len(row.target)] = torch.tensor(row.target)
+        input_ids, attention_mask = pad([r.source for r in rows], self.pad)
+        decoder_input_ids, decoder_mask = pad([[self.bos, *r.target[:-1]] for r in rows], self.pad)
         return {
             "input_ids": input_ids,
-            "attention_mask": (
-                torch.arange(S)[None] < torch.tensor([len(r.source) for r in rows])[:, None]
-            ).long(),
+            "attention_mask": attention_mask,
             "decoder_input_ids": decoder_input_ids,
-            "decoder_attention_mask": (labels != IGNORE_INDEX).long(),
-            "labels": labels,
+            "decoder_attention_mask": decoder_mask,
+            "labels": pad([r.target for r in rows], IGNORE_INDEX)[0],
         }
 
 

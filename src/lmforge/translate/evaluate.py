@@ -29,6 +29,7 @@ import torch
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
+from lmforge.objectives.collate import pad
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
@@ -102,12 +103,7 @@ def source_batches(
     batches = []
     for start in range(0, len(order), size):
         rows = order[start : start + size]
-        S = max(len(encoded[i].source) for i in rows)
-        ids = torch.full((len(rows), S), specials.pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), S), dtype=torch.long)
-        for r, i in enumerate(rows):
-            ids[r, : len(encoded[i].source)] = torch.tensor(encoded[i].source)
-            mask[r, : len(encoded[i].source)] = 1
+        ids, mask = pad([encoded[i].source for i in rows], specials.pad)
         batches.append(SourceBatch(rows, ids, mask))
     return batches
 
