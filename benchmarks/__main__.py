@@ -18,7 +18,7 @@ import time
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is imported
 
-from benchmarks import data_pipeline, generation, lightning_overhead, tokenizers_bench, train_step
+from benchmarks import data_pipeline, generation, lightning_overhead, time_to_quality, tokenizers_bench, train_step
 from benchmarks.common import Row, machine, matmul_peak, write_report
 
 GROUPS = {
@@ -27,6 +27,7 @@ GROUPS = {
     "tokenizers": lambda quick, peak, compiled: tokenizers_bench.run(quick),
     "lightning": lambda quick, peak, compiled: lightning_overhead.run(quick),
     "data": lambda quick, peak, compiled: data_pipeline.run(quick),
+    "time_to_quality": lambda quick, peak, compiled: time_to_quality.run(quick),
 }
 
 

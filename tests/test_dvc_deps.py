@@ -310,7 +310,7 @@ def test_the_helpers_find_what_they_must():
     experiment = current_experiment()
     pretrain = {rel(p) for p in required(experiment, "pretrain@encoder")}
     assert {"conf/config.yaml", f"conf/experiment/{experiment}.yaml", "conf/model/base.yaml"} <= pretrain
-    assert {"conf/model/bert_tiny.yaml", "conf/trainer/cpu.yaml", "conf/trainer/cpu_long.yaml"} <= pretrain
+    assert {"conf/model/bert_tiny_rope.yaml", "conf/trainer/cpu.yaml", "conf/trainer/cpu_encoder.yaml"} <= pretrain
     assert not {"conf/eval/default.yaml", "conf/logger/mlflow.yaml", "conf/data/brown.yaml"} & pretrain
     assert "conf/data/brown.yaml" in {rel(p) for p in required(experiment, "prepare")}
     assert set(stages(experiment)) >= {"prepare", "tokenizer@bpe", "encode@bpe", "evaluate@encoder_decoder"}

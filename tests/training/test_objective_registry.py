@@ -64,3 +64,33 @@ def test_span_corruption_blocks_fit_the_sequence_length_after_corruption():
         assert raw - n_noise + n_spans + 1 <= seq_len  # kept tokens + sentinels + EOS fit
         n_noise, n_spans = noise_span_counts(raw + 1, 0.15, 3.0)
         assert raw + 1 - n_noise + n_spans + 1 > seq_len  # and one more raw token would not
+
+
+def test_evaluation_masks_at_the_fixed_rate_whatever_rate_training_uses(in_workspace):
+    """Training at 40% (Wettig et al. 2023) selects ~40% of the maskable tokens; validation and test
+    select 15% (objective.eval_mlm_probability), the very masks a run trained at 15% is scored on."""
+    from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+    from lmforge.training.config import TrainConfig
+    from lmforge.training.datamodule import PretrainDataModule
+
+    tokenizer = load_tokenizer("artifacts/tokenizers/wordpiece")
+    specials = special_token_ids(tokenizer)
+    train = TrainConfig(batch_size=8, seq_len=64)
+
+    def batches(rate: float, split: str, shuffle: bool) -> list[dict]:
+        objective = ObjectiveConfig(name="roberta", kind=ObjectiveKind.mlm, mlm_probability=rate)
+        data = PretrainDataModule("data/encoded/wordpiece", objective, train, specials, tokenizer.get_vocab_size())
+        return list(data.loader(split, shuffle=shuffle))
+
+    def selected_share(found: list[dict]) -> float:
+        labels = torch.cat([b["labels"].flatten() for b in found])
+        ids = torch.cat([b["input_ids"].flatten() for b in found])
+        maskable = ~torch.isin(ids, torch.tensor([0, 1, 2, 3]))  # [PAD] [UNK] [CLS] [SEP]
+        return float((labels != IGNORE).sum() / maskable.sum())
+
+    assert selected_share(batches(0.4, "train", shuffle=True)) == pytest.approx(0.4, abs=0.03)
+    at_40, at_15 = batches(0.4, "val", shuffle=False), batches(0.15, "val", shuffle=False)
+    assert selected_share(at_40) == pytest.approx(0.15, abs=0.03)
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(at_40, at_15) for k in ("input_ids", "labels"))
+    with pytest.raises(ConfigError, match="eval_mlm_probability"):
+        ObjectiveConfig(kind=ObjectiveKind.mlm, eval_mlm_probability=1.5)

@@ -43,6 +43,14 @@ def test_pretrain_then_evaluate(in_workspace, family):
     best = torch.load(checkpoint / "best.ckpt", weights_only=True)
     last = torch.load(checkpoint / "last.ckpt", weights_only=True)
     assert "optimizer_states" not in best and {"optimizer_states", "loops", "callbacks"} <= set(last)
+    # train.keep_at [0.1, 0.3, 1.0] of 8 steps: steps 1, 2 (2.4 rounded) and 8, weights only
+    assert sorted(p.name for p in checkpoint.glob("step*.ckpt")) == ["step1.ckpt", "step2.ckpt", "step8.ckpt"]
+    final = torch.load(checkpoint / "step8.ckpt", weights_only=True)
+    assert "optimizer_states" not in final and all(
+        torch.equal(final["state_dict"][k], v) for k, v in last["state_dict"].items()
+    )
+    early = load_module(checkpoint / "step1.ckpt").state_dict()
+    assert any(not torch.equal(early[k], v) for k, v in last["state_dict"].items())
 
     report = entry_stage("evaluate")(cfg).metrics
     assert report["test_n_tokens"] > 0
@@ -76,6 +84,8 @@ def test_compiled_model_trains_and_its_checkpoint_loads_plain(in_workspace):
         ("model.n_heads=3", "model.d_model: got 128, expected a multiple of n_heads=3"),
         ("train.batch_size=0", "train.batch_size: got 0, expected an integer >= 1"),
         ("objective.mlm_probability=2.0", "objective.mlm_probability: got 2.0, expected a value in (0, 1)"),
+        ("objective.eval_mlm_probability=0", "objective.eval_mlm_probability: got 0.0, expected a value in (0, 1)"),
+        ("train.keep_at=[0.5,2]", "train.keep_at: got [0.5, 2], expected shares of max_steps in (0, 1]"),
         ("train.seq_len=4096", "train.seq_len: got 4096, expected <= model.max_seq_len=128"),
     ],
 )

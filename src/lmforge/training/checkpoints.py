@@ -7,6 +7,8 @@ renamed, so a run killed mid-write leaves the previous complete file, never a ha
     last.ckpt   everything resume needs: weights, optimizer, schedule step, loop counters, data
                 position, RNG and curve state; written every `every_n_steps` optimizer steps (after
                 validation when both fall on one step) and when training ends
+    step<N>.ckpt weights + hyperparameters at each step of `keep_steps` (pretraining compute
+                checkpoints: the downstream effect of 10%, 30%, 100% of the steps)
 
 Reading: `read_checkpoint` loads with `torch.load(weights_only=True)`, which refuses any pickled
 object other than tensors and plain containers, so a crafted file cannot run code; an empty,
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +35,17 @@ EXPECTED = "a checkpoint written by the lmforge pretrain stage"
 
 
 class Checkpoints(Checkpoint):
-    def __init__(self, dirpath: str | os.PathLike, every_n_steps: int) -> None:
+    def __init__(self, dirpath: str | os.PathLike, every_n_steps: int, keep_steps: Iterable[int] = ()) -> None:
         self.dirpath, self.every = Path(dirpath), every_n_steps
+        self.keep_steps = frozenset(keep_steps)
         self.best_score: float | None = None
         self.best_step: int | None = None
         self._last_saved_step = -1
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step
+        if step in self.keep_steps and not (self.dirpath / f"step{step}.ckpt").is_file():
+            self._save(trainer, f"step{step}.ckpt", weights_only=True)
         validates_now = (trainer.fit_loop.epoch_loop.total_batch_idx + 1) % trainer.val_check_batch == 0
         if step % self.every == 0 and not validates_now:  # else saved after validation, below
             self._save_last(trainer)

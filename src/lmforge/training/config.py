@@ -33,7 +33,10 @@ class ObjectiveConfig:
     nsp: bool = False  # mlm: add next-sentence prediction on [CLS] A [SEP] B [SEP] pairs (BERT)
     dynamic_masking: bool = True  # fresh masks/spans each epoch (RoBERTa) or fixed instances (BERT)
     dupe_factor: int = 10  # static only: copies of each example, each with its own mask and NSP pair
-    mlm_probability: float = 0.15  # mlm: share of tokens selected for prediction
+    mlm_probability: float = 0.15  # mlm: share of tokens selected for prediction in training
+    # mlm: the share validation and evaluation select, fixed so that losses and accuracies of runs
+    # trained at different rates (Wettig et al. 2023 train at 40%) measure the same task
+    eval_mlm_probability: float = 0.15
     noise_density: float = 0.15  # span_corruption: share of tokens dropped
     mean_span_length: float = 3.0  # span_corruption: mean length of a dropped span
     label_smoothing: float = 0.0  # Szegedy et al. 2016; 0.1 in the 2017 Transformer
@@ -41,7 +44,7 @@ class ObjectiveConfig:
     def __post_init__(self) -> None:
         if self.dupe_factor < 1:
             raise ConfigError(f"objective.dupe_factor: got {self.dupe_factor}, expected an integer >= 1")
-        for key in ("mlm_probability", "noise_density"):
+        for key in ("mlm_probability", "eval_mlm_probability", "noise_density"):
             if not 0.0 < getattr(self, key) < 1.0:
                 raise ConfigError(f"objective.{key}: got {getattr(self, key)}, expected a value in (0, 1)")
         if self.nsp and self.kind is not ObjectiveKind.mlm:
@@ -120,8 +123,13 @@ class TrainConfig:
     # torch.compile the model in place (state-dict keys unchanged): a win on GPUs; on the 2-core CPU
     # it measured slower than eager (benchmarks/train_step.py --compile) and costs ~30 s to compile
     compile: bool = False
+    # also keep the weights at these shares of trainer.max_steps as {out_dir}/step<N>.ckpt (weights
+    # only, like best.ckpt), so the downstream effect of pretraining compute can be measured
+    keep_at: list[float] = field(default_factory=lambda: [0.1, 0.3, 1.0])
 
     def __post_init__(self) -> None:
+        if not all(isinstance(f, (int, float)) and 0.0 < f <= 1.0 for f in self.keep_at):
+            raise ConfigError(f"train.keep_at: got {list(self.keep_at)}, expected shares of max_steps in (0, 1]")
         for key in ("batch_size", "seq_len", "checkpoint_every"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"train.{key}: got {getattr(self, key)}, expected an integer >= 1")

@@ -3,7 +3,7 @@
 
 Training visits go through `Draws` (static: `dupe_factor` fixed copies; dynamic: a new draw per
 epoch) and a `VisitSampler` sharded by rank; evaluation splits are visited once, in order, with
-draw 0, so every validation sees the same masks and spans. The training loader is stateful: its
+draw 0, so every validation sees the same masks and spans (MLM at `objective.eval_mlm_probability`). The training loader is stateful: its
 position within the epoch goes into every checkpoint and comes back on resume (Lightning calls
 `state_dict` / `load_state_dict` on loaders that have them). Loaders own their random generators,
 so creating one never consumes the global RNG that dropout draws from.
@@ -12,6 +12,7 @@ so creating one never consumes the global RNG that dropout draws from.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ class PretrainDataModule(L.LightningDataModule):
         self.vocab_size, self.seed = vocab_size, seed
         self.spec = OBJECTIVES[objective.kind]
         self.collate = self.spec.collator(objective, specials, vocab_size, seed)
+        # evaluation visits mask at the fixed evaluation rate (the same collator when the rates agree)
+        scored = replace(objective, mlm_probability=objective.eval_mlm_probability)
+        self.eval_collate = self.spec.collator(scored, specials, vocab_size, seed)
         self.datasets: dict[str, Dataset] = {}
 
     def dataset(self, split: str) -> Dataset:
@@ -81,7 +85,7 @@ class PretrainDataModule(L.LightningDataModule):
         dataset = self.dataset(split)
         kwargs: dict[str, Any] = dict(
             batch_size=self.train.batch_size,
-            collate_fn=self.collate,
+            collate_fn=self.collate if shuffle else self.eval_collate,
             num_workers=self.train.num_workers,
             persistent_workers=self.train.num_workers > 0,
             generator=torch.Generator().manual_seed(self.seed),  # keeps the global RNG untouched

@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -232,7 +232,8 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
     if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
     curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
-    checkpoints = Checkpoints(train.out_dir, every_n_steps=train.checkpoint_every)
+    keep = kept_steps(train.keep_at, trainer_cfg.max_steps)
+    checkpoints = Checkpoints(train.out_dir, every_n_steps=train.checkpoint_every, keep_steps=keep)
     trainer = build_trainer(
         trainer_cfg,
         mlflow_run=active_run(),
@@ -266,11 +267,18 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
     return StageResult(metrics, [str(Path(train.out_dir) / "best.ckpt"), *artifacts])
 
 
+def kept_steps(shares: Iterable[float], max_steps: int) -> list[int]:
+    """The optimizer steps of `train.keep_at`: each share of max_steps, rounded, at least step 1."""
+    return sorted({max(1, round(share * max_steps)) for share in shares})
+
+
 def claim(out_dir: Path, stamp_text: str, extends: Path | None) -> None:
     """A fresh run owns its folder: nothing of an earlier run survives. An extension starts with the
     best.ckpt of the run it extends, which the restored best score refers to."""
     for name in ("best.ckpt", "last.ckpt"):
         (out_dir / name).unlink(missing_ok=True)
+    for kept in out_dir.glob("step*.ckpt"):
+        kept.unlink()
     if extends is not None and (best := extends.parent / "best.ckpt").is_file():
         with atomic_path(out_dir / "best.ckpt") as tmp:
             shutil.copyfile(best, tmp)

@@ -1,0 +1,154 @@
+"""Time to quality: how much sooner the default pretraining recipe reaches the old recipe's final loss.
+
+    python -m benchmarks --only time_to_quality      # about a minute; reads the two pipelines' curves
+
+For the encoder and the decoder, the old recipe (recipe v1: the `pretrain_v1` stage of
+pipelines/experiments/dvc.yaml) and the default one (the `pretrain` stage of dvc.yaml) each left a
+validation curve. The target is the old recipe's final validation loss; each recipe's steps to reach
+it come from its own curve (the first evaluation at or below the target, interpolated linearly with
+the evaluation before it). Seconds per optimizer step are measured here, both recipes interleaved in
+this one process on the same data (`common.interleave`): a step is the whole training step, batch
+collation and masking included, without validation. Time to quality = steps x seconds per step; the
+ratio is the speed-up (target >= 3). Both recipes use the same tokenizer (checked), so their losses
+are in the same unit. A row also gives the default recipe's test scores (reports/eval/<family>.json).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from hydra import compose, initialize_config_dir
+
+from benchmarks.common import Row, interleave, median
+from lmforge.stage import Plan
+from lmforge.structured import plain
+from lmforge.training.datamodule import PretrainDataModule
+from lmforge.training.module import PretrainModule
+from lmforge.training.pretrain import prepare_run
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+TARGET = 3.0
+FAMILIES = ("encoder", "decoder")
+
+
+def recipes() -> dict[str, dict[str, dict[str, str]]]:
+    """{family: {"default": overrides, "v1": overrides}} as the two dvc.yaml files run them."""
+    default = yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
+    experiments = yaml.safe_load((ROOT / "pipelines/experiments/dvc.yaml").read_text())["vars"]
+    new = next(v["families"] for v in default if isinstance(v, dict) and "families" in v)
+    old = next(v["recipe_v1"] for v in experiments if isinstance(v, dict) and "recipe_v1" in v)
+    return {family: {"default": new[family], "v1": old[family]} for family in FAMILIES}
+
+
+def plan_of(recipe: dict[str, str]) -> Plan:
+    """The pretrain stage's validated plan for one family's presets (what `dvc repro` runs)."""
+    spec = importlib.util.spec_from_file_location("pretrain_entry", ROOT / "pipelines/pretrain.py")
+    entry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry)
+    overrides = [f"{group}={name}" for group, name in recipe.items()] + ["logger=none"]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return entry.STAGE.visible(compose(config_name="config", overrides=overrides))
+
+
+def curve(run_name: str) -> list[tuple[int, float]]:
+    path = ROOT / "reports/pretrain" / run_name / "val_loss.csv"
+    with open(path, newline="") as f:
+        return [(int(row["step"]), float(row["val_loss"])) for row in csv.DictReader(f)]
+
+
+def steps_to(points: list[tuple[int, float]], target: float) -> float | None:
+    """The step at which a validation curve first reaches `target`, linear between evaluations
+    (from step 0 at +inf loss: a first evaluation already below the target counts as its step)."""
+    before: tuple[int, float] | None = None
+    for step, loss in points:
+        if loss <= target:
+            if before is None:
+                return float(step)
+            (s0, l0), (s1, l1) = before, (step, loss)
+            return s0 + (s1 - s0) * (l0 - target) / (l0 - l1)
+        before = (step, loss)
+    return None
+
+
+def training_step(plan: Plan) -> Callable[[], None]:
+    """One optimizer step of the recipe as the pretrain stage runs it: next batch of the training
+    loader (collation and masking included), forward, backward, clipping, AdamW and the schedule."""
+    job = prepare_run(plan)
+    torch.manual_seed(job.seed)
+    module = PretrainModule(job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps)
+    module.train()
+    data = PretrainDataModule(str(job.encoded_dir), job.objective, job.train, job.specials, job.vocab_size, job.seed)
+    optimization = module.configure_optimizers()
+    optimizer, scheduler = optimization["optimizer"], optimization["lr_scheduler"]["scheduler"]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    clip = job.trainer.gradient_clip_val
+    batches = iter(data.loader("train", shuffle=True))
+
+    def step() -> None:
+        nonlocal batches
+        try:
+            batch = next(batches)
+        except StopIteration:
+            batches = iter(data.loader("train", shuffle=True))
+            batch = next(batches)
+        loss, _ = module(batch)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def family_row(family: str, recipe: dict[str, dict[str, str]], rounds: int) -> Row:
+    plans = {name: plan_of(overrides) for name, overrides in recipe.items()}
+    tokenizers = {name: plan.tokenizer.name for name, plan in plans.items()}
+    if len(set(tokenizers.values())) != 1:
+        raise SystemExit(f"time_to_quality {family}: recipes use tokenizers {tokenizers}; expected one")
+    curves = {"default": curve(family), "v1": curve(f"v1_{family}")}
+    target = curves["v1"][-1][1]  # the old recipe's final validation loss
+    steps = {name: steps_to(points, target) for name, points in curves.items()}
+    samples = interleave({name: training_step(plan) for name, plan in plans.items()}, rounds=rounds, warmup=3)
+    per_step = {name: median(values) for name, values in samples.items()}
+    hours = {name: (s * per_step[name] / 3600 if s is not None else None) for name, s in steps.items()}
+    scores = json.loads((ROOT / "reports/eval" / f"{family}.json").read_text())
+    extra: dict[str, Any] = {
+        "target_val_loss": target,
+        "tokenizer": tokenizers["default"],
+        "steps_to_target": steps,
+        "seconds_per_step": per_step,
+        "seconds_to_target": {name: (h * 3600 if h is not None else None) for name, h in hours.items()},
+        "default_final_val_loss": curves["default"][-1][1],
+        "default_test": {k: scores[k] for k in ("test_loss", "test_accuracy", "test_perplexity") if k in scores},
+    }
+    reached = hours["default"] is not None
+    return Row(
+        group="time_to_quality",
+        name=f"{family} to v1 final loss",
+        ours=1 / hours["default"] if reached else 0.0,  # runs to the target per hour
+        peer=1 / hours["v1"],
+        unit="1/h",
+        peer_name="recipe v1 (pipelines/experiments: pretrain_v1)",
+        target=TARGET,
+        extra=extra,
+    )
+
+
+def run(quick: bool = False) -> list[Row]:
+    rows = [family_row(family, recipe, rounds=5 if quick else 20) for family, recipe in recipes().items()]
+    for row in rows:
+        e = row.extra
+        steps = ", ".join(f"{k} {v:.0f}" if v is not None else f"{k} not reached" for k, v in e["steps_to_target"].items())
+        per = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in e["seconds_per_step"].items())
+        print(f"  {row.name} {e['target_val_loss']:.3f}: steps to target {steps}; per step {per}; default test {e['default_test']}")
+    return rows

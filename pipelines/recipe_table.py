@@ -1,0 +1,64 @@
+"""The pretraining knob study's table: one row per run under sweeps/recipe/ (conf/experiment/recipe_study.yaml).
+
+    python pipelines/recipe_table.py                 # every run, markdown on stdout
+    python pipelines/recipe_table.py --match decoder # runs whose name contains a string
+
+Each row: the overrides that name the run, the validation loss at each evaluation (MLM runs are
+scored at objective.eval_mlm_probability, 15%, whatever rate they train at), the last validation
+accuracy, and the run's seconds per optimizer step (wall time over steps, validation included; runs
+that shared the CPU with others are slower, so compare speeds in benchmarks/, not here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path("sweeps/recipe")
+
+
+def rows(root: Path, match: str | None) -> list[dict]:
+    found = []
+    for metrics_file in sorted(root.glob("*/reports/metrics.json")):
+        run = metrics_file.parent.parent.name
+        if match and match not in run:
+            continue
+        metrics = json.loads(metrics_file.read_text())
+        with open(metrics_file.parent / "val_loss.csv", newline="") as f:
+            curve = list(csv.DictReader(f))
+        found.append({"run": run, "metrics": metrics, "curve": curve})
+    return found
+
+
+def table(found: list[dict]) -> str:
+    steps = sorted({int(point["step"]) for row in found for point in row["curve"]})
+    header = ["run", *[f"val loss @{s}" for s in steps], "val acc", "s/step"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in found:
+        by_step = {int(p["step"]): p for p in row["curve"]}
+        losses = [f"{float(by_step[s]['val_loss']):.3f}" if s in by_step else "" for s in steps]
+        last = row["curve"][-1] if row["curve"] else {}
+        accuracy = f"{float(last['val_accuracy']):.1%}" if last.get("val_accuracy") else ""
+        m = row["metrics"]
+        per_step = f"{m['wall_seconds'] / m['steps']:.2f}" if m.get("steps") else ""
+        lines.append("| " + " | ".join([f"`{row['run']}`", *losses, accuracy, per_step]) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--match", help="only runs whose name contains this string")
+    args = parser.parse_args()
+    found = rows(args.root, args.match)
+    if not found:
+        print(f"{args.root}: no finished runs (reports/metrics.json); expected the knob study's folders", file=sys.stderr)
+        raise SystemExit(2)
+    print(table(found))
+
+
+if __name__ == "__main__":
+    main()

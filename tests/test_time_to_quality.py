@@ -1,0 +1,49 @@
+"""The time-to-quality benchmark's arithmetic and inputs, and the knob study's table, against hand
+computations (the benchmark itself times training and runs in `python -m benchmarks`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.time_to_quality import recipes, steps_to
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_steps_to_interpolates_the_first_crossing():
+    curve = [(100, 7.0), (200, 6.0), (300, 5.0), (400, 5.5)]
+    assert steps_to(curve, 6.5) == pytest.approx(150.0)  # halfway between 7.0 at 100 and 6.0 at 200
+    assert steps_to(curve, 5.0) == pytest.approx(300.0)  # reached exactly at an evaluation
+    assert steps_to(curve, 7.5) == 100.0  # below the target at the first evaluation
+    assert steps_to(curve, 4.9) is None  # never reached
+
+
+def test_both_recipes_name_the_same_groups_and_tokenizer_per_family():
+    found = recipes()
+    assert set(found) == {"encoder", "decoder"}
+    for family, pair in found.items():
+        assert set(pair["default"]) == set(pair["v1"]), family
+        assert pair["default"]["tokenizer"] == pair["v1"]["tokenizer"], family  # losses in one unit
+        assert pair["default"] != pair["v1"], family
+
+
+def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
+    run = tmp_path / "optim.lr=0.002" / "reports"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"steps": 200, "wall_seconds": 100.0}))
+    (run / "val_loss.csv").write_text("step,val_loss,val_accuracy\n100,7.5,0.05\n200,6.25,0.125\n")
+    out = subprocess.run(
+        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    assert "| `optim.lr=0.002` | 7.500 | 6.250 | 12.5% | 0.50 |" in out
+    empty = subprocess.run(
+        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path / "none")],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert empty.returncode == 2 and empty.stderr.count("\n") == 1
