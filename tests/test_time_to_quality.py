@@ -3,6 +3,7 @@ computations (the benchmark itself times training and runs in `python -m benchma
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -10,12 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.time_to_quality import recipes, steps_to
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_steps_to_interpolates_the_first_crossing():
+@pytest.fixture
+def ttq(monkeypatch):
+    """benchmarks/time_to_quality.py, imported as `python -m benchmarks` does (from the repository root)."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module("benchmarks.time_to_quality")
+
+
+def test_steps_to_interpolates_the_first_crossing(ttq):
+    steps_to = ttq.steps_to
     curve = [(100, 7.0), (200, 6.0), (300, 5.0), (400, 5.5)]
     assert steps_to(curve, 6.5) == pytest.approx(150.0)  # halfway between 7.0 at 100 and 6.0 at 200
     assert steps_to(curve, 5.0) == pytest.approx(300.0)  # reached exactly at an evaluation
@@ -23,8 +30,8 @@ def test_steps_to_interpolates_the_first_crossing():
     assert steps_to(curve, 4.9) is None  # never reached
 
 
-def test_both_recipes_name_the_same_groups_and_tokenizer_per_family():
-    found = recipes()
+def test_both_recipes_name_the_same_groups_and_tokenizer_per_family(ttq):
+    found = ttq.recipes()
     assert set(found) == {"encoder", "decoder"}
     for family, pair in found.items():
         assert set(pair["default"]) == set(pair["v1"]), family

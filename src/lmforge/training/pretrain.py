@@ -1,7 +1,7 @@
 """The `pretrain` stage: a tokenizer's encoded splits + model/objective/optim/trainer configs -> checkpoints.
 
-Outputs: {train.out_dir}/best.ckpt (weights + hyperparameters) and last.ckpt (resume state), see
-`lmforge.training.checkpoints`; {train.reports_dir}/{train_loss,val_loss}.csv (curves for `dvc
+Outputs: {train.out_dir}/best.ckpt (weights + hyperparameters), last.ckpt (resume state) and
+step<N>.ckpt (weights at the `train.keep_at` shares of the steps), see `lmforge.training.checkpoints`; {train.reports_dir}/{train_loss,val_loss}.csv (curves for `dvc
 plots`) and {train.reports_dir}/metrics.json (for `dvc metrics show`).
 
 Resume (`train.resume`): a continued run replays nothing and skips nothing. The checkpoint brings
