@@ -187,16 +187,20 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     teacher_dir = tmp_path / "pretrain" / "fam"
     teacher_dir.mkdir(parents=True)
     (teacher_dir / "best.ckpt").symlink_to(teacher)
-    scores = {"teacher": 0.80, "student": 0.72, "control": 0.60}
-    for role, score in scores.items():
+    # per seed; the teacher's row ran a third seed the others did not: it is left out of every number
+    scores = {"teacher": [0.80, 0.80, 0.10], "student": [0.74, 0.70], "control": [0.62, 0.58]}
+    for role, per_seed in scores.items():
         folder = (
             tmp_path
             / ("finetune" if role == "teacher" else "rows")
             / ("fam-sentiment" if role == "teacher" else f"fam-{role}-sentiment")
         )
         folder.mkdir(parents=True)
-        (folder / "run.json").write_text(json.dumps({"metrics": ["accuracy", "macro_f1"]}))
-        (folder / "metrics.json").write_text(json.dumps({"test_accuracy": score, "test_macro_f1": 0.1}))
+        run = {"metrics": ["accuracy", "macro_f1"], "seeds": list(range(len(per_seed)))}
+        run["test_per_seed"] = {"accuracy": per_seed, "macro_f1": [0.1] * len(per_seed)}
+        (folder / "run.json").write_text(json.dumps(run))
+        mean = sum(per_seed) / len(per_seed)
+        (folder / "metrics.json").write_text(json.dumps({"test_accuracy": mean, "test_macro_f1": 0.1}))
     settings = summary.DistillSummaryConfig(
         families={"fam": "wordpiece"},
         teacher_dir=str(tmp_path / "pretrain"),
@@ -215,8 +219,13 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     assert written["student"]["layers"] == 2 and written["teacher"]["layers"] == 4
     assert written["student"]["params"] < written["teacher"]["params"]
     assert all(written[role]["latency_ms_b2"] > 0 for role in summary.ROLES)
+    assert written["teacher"]["downstream"]["sentiment"] == pytest.approx(0.80)  # seeds 0 and 1 only
+    difference = written["student_minus_control"]["sentiment"]
+    assert difference["mean"] == pytest.approx(0.12) and difference["n"] == 2
+    assert difference["low"] == pytest.approx(0.12) and difference["verdict"] == "student higher"  # sd 0
     table = (tmp_path / "out" / "summary.md").read_text().splitlines()
-    assert len(table) == 2 + 3 and "accuracy 72.0 (90%)" in table[3] and "75.0%" in table[4]
+    assert "accuracy 72.0 (90%)" in table[3] and "75.0%" in table[4]
+    assert table[-1] == "| fam | sentiment | +12.0 | [+12.0, +12.0] | 2 | student higher |"
     assert result.metrics["fam/student/retention/sentiment"] == pytest.approx(0.9)
 
 

@@ -30,6 +30,20 @@ def test_classification_and_pairs_truncate_the_end_and_carry_segments():
     assert pair.features[0]["token_type_ids"] == [0, 0, 0, 0, 1, 1, 1]
 
 
+def test_head_tail_keeps_the_first_quarter_and_the_last_three_quarters():
+    records = [
+        {"id": "a", "text": "the old tower is in paris .", "label": "pos"},
+        {"id": "b", "text": "runs", "label": "neg"},
+    ]
+    tok = tiny_wordpiece()
+    whole = tok.encode(records[0]["text"]).ids  # [CLS] the old tower is in paris . [SEP]: 9 ids
+    encoded = encode("classification", records, tok, ["neg", "pos"], 8, True, truncation="head_tail")
+    assert encoded.truncated == 1
+    assert encoded.features[0]["input_ids"] == whole[:2] + whole[-6:]  # [CLS] the | tower ... [SEP]
+    assert encoded.features[1]["input_ids"] == tok.encode("runs").ids  # short inputs stay whole
+    assert encoded.features[0]["token_type_ids"] == [0] * 8
+
+
 def test_tagging_labels_first_sub_words_and_a_foreign_label_is_one_line():
     records = [{"id": "s1", "words": ["The", "unhappily", "runs"], "tags": ["DET", "ADV", "VERB"]}]
     tags = ["ADV", "DET", "VERB"]

@@ -18,7 +18,12 @@ def test_label_metrics_equal_hand_computation():
     # per class F1: 0: p=1, r=1/2 -> 2/3; 1: p=1/2, r=1 -> 2/3; 2: p=2/3, r=2/3 -> 2/3
     assert math.isclose(LABEL_METRICS["macro_f1"](pred, gold, 3), 2 / 3, rel_tol=1e-6)
     binary_pred, binary_gold = torch.tensor([1, 1, 0, 0]), torch.tensor([1, 0, 1, 0])
-    assert math.isclose(LABEL_METRICS["f1"](binary_pred, binary_gold, 2), 0.5, rel_tol=1e-6)  # p = r = 1/2
+    assert math.isclose(LABEL_METRICS["f1"](binary_pred, binary_gold, 2, 1), 0.5, rel_tol=1e-6)  # p = r = 1/2
+    # the positive label is the task's choice, not index 1: label 0 has p = 1, r = 1/2 -> F1 = 2/3;
+    # label 1 has p = 2/3, r = 1 -> F1 = 4/5
+    binary_pred, binary_gold = torch.tensor([1, 1, 1, 0]), torch.tensor([1, 1, 0, 0])
+    assert math.isclose(LABEL_METRICS["f1"](binary_pred, binary_gold, 2, 0), 2 / 3, rel_tol=1e-6)
+    assert math.isclose(LABEL_METRICS["f1"](binary_pred, binary_gold, 2, 1), 4 / 5, rel_tol=1e-6)
     tags = torch.tensor([[1, 2, -100, 3]])
     assert math.isclose(
         LABEL_METRICS["token_accuracy"](torch.tensor([[1, 0, 9, 3]]), tags, 4), 2 / 3, rel_tol=1e-6

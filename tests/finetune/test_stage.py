@@ -16,6 +16,7 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.finetune import stage
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.stats import paired
 from lmforge.tasks.config import Kind
 from lmforge.training.checkpoints import read_checkpoint
 from lmforge.training.module import PretrainModule
@@ -25,7 +26,7 @@ SHORT = [
     "finetune.max_steps=24",
     "finetune.val_every=8",
     "finetune.batch_size=4",
-    "finetune.warmup_steps=2",
+    "finetune.warmup_ratio=0.1",
     "finetune.lr=3e-3",
     "finetune.head_dropout=0.0",
     "finetune.latency_examples=2",
@@ -178,13 +179,38 @@ def test_bad_input_is_one_line_and_keeps_earlier_outputs(workspace, setup, overr
 def test_summary_puts_rows_side_by_side(workspace):
     finetune("finetune.max_steps=8")
     finetune("finetune.max_steps=8", "adapt=frozen", "run_name=toy-frozen")
-    entry_stage("finetune_summary")(stage_config())
+    entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
     table = (workspace / "reports/finetune/summary.md").read_text().splitlines()
-    assert table[0].startswith("| task | model | init | adaptation | test metric (%) | baselines")
+    assert table[0].startswith("| row | task | model | init | adaptation | seeds | steps (best) | test metric")
     assert len(table) == 4 and sum("frozen backbone" in line for line in table) == 1
+    assert {line.split(" | ")[0] for line in table[2:]} == {"| toy", "| toy-frozen"}  # keyed by row name
     assert all("majority 60.0" in line for line in table[2:])
     numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
     assert set(numbers) == {"toy", "toy-frozen"} and "test_accuracy" in numbers["toy"]
+
+
+def test_summary_compares_rows_paired_by_seed(workspace):
+    finetune("finetune.max_steps=8", "finetune.seeds=[0,1,2]")
+    finetune("finetune.max_steps=8", "finetune.seeds=[0,1,2]", "adapt=frozen", "run_name=toy-frozen")
+    comparison = "summary.comparisons=[{a:toy,b:toy-frozen,claim:training the backbone helps}]"
+    result = entry_stage("finetune_summary")(stage_config(comparison))
+    runs = [json.loads((workspace / f"reports/finetune/rows/{r}/run.json").read_text()) for r in ("toy", "toy-frozen")]
+    a, b = (r["test_per_seed"]["accuracy"] for r in runs)
+    expected = paired(dict(enumerate(a)), dict(enumerate(b)))
+    numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
+    assert numbers["toy-vs-toy-frozen"]["difference"] == pytest.approx(expected.mean)
+    assert numbers["toy-vs-toy-frozen"]["seeds"] == 3
+    assert result.metrics["toy-vs-toy-frozen/difference"] == pytest.approx(expected.mean)
+    text = (workspace / "reports/finetune/summary.md").read_text()
+    line = next(line for line in text.splitlines() if line.startswith("| training the backbone helps"))
+    verdict = expected.verdict.replace("a higher", "toy higher").replace("b higher", "toy-frozen higher")
+    assert f"| {100 * expected.mean:+.1f} |" in line and line.endswith(f"| 3 | {verdict} |")
+
+
+def test_summary_refuses_a_comparison_across_tasks_or_of_a_missing_row(workspace):
+    finetune("finetune.max_steps=8")
+    with pytest.raises(DataError, match="row 'nope' is not under the rows folder"):
+        entry_stage("finetune_summary")(stage_config("summary.comparisons=[{a:toy,b:nope}]"))
 
 
 def test_a_new_task_is_only_a_yaml(workspace):
@@ -214,3 +240,12 @@ def test_ddp_on_two_cpu_processes_fine_tunes_and_logs_once(workspace):
     assert len(runs) == 1  # rank zero only
     assert runs.iloc[0]["params.trainer.strategy"] == "ddp" and runs.iloc[0]["params.trainer.devices"] == "2"
     assert runs.iloc[0]["metrics.test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+
+
+def test_warmup_is_a_share_of_the_run_so_a_short_run_is_not_refused():
+    from lmforge.finetune.config import FinetuneConfig
+
+    assert FinetuneConfig(max_steps=200, warmup_ratio=0.1).warmup_steps == 20
+    assert FinetuneConfig(max_steps=2000, warmup_ratio=0.06).warmup_steps == 120
+    assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).warmup_steps == 0  # was refused at warmup 20
+    assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).optim()["warmup_steps"] == 0

@@ -4,9 +4,12 @@ For every family: parameters, CPU inference latency (a full-length forward at ea
 median of repeated calls after warm-up, the three models interleaved so a drift of the host hits
 them alike), the pretraining objective's loss on the whole test split (the batches the evaluate
 stage scores, the same for all three), and the first metric of every fine-tuning task the student
-was fine-tuned on, with retention = student / teacher per task and averaged (the control's too:
-what distillation adds over training the small model on the same tokens). Writes
-{out_dir}/summary.json (for `dvc metrics show` and MLflow) and {out_dir}/summary.md (one table).
+was fine-tuned on (mean over the seeds the three rows share), with retention = student / teacher per task and averaged (the control's too:
+what distillation adds over training the small model on the same tokens). Rows are compared seed by
+seed (`lmforge.stats.paired`): retention is the mean of per-seed ratios over the seeds the student's
+and the teacher's rows share, and student - control comes with its 95% interval and verdict (one
+shared seed: no interval, said so). Writes {out_dir}/summary.json (for `dvc metrics show` and MLflow)
+and {out_dir}/summary.md (one table, then the student - control differences).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from lmforge.evaluation.evaluate import test_metrics
 from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
+from lmforge.stats import paired
 from lmforge.structured import Group
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
@@ -82,7 +86,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 
 def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, Any]]:
     """task -> {metric, teacher, student, control}: the first test metric of each task the student was
-    fine-tuned on, from the fine-tuning rows (the teacher's from the main fine-tuning stage)."""
+    fine-tuned on, seed -> score, from the fine-tuning rows (the teacher's from the main fine-tuning
+    stage)."""
     rows = Path(cfg.student_rows)
     prefix = f"{family}-student-"
     tasks = sorted(p.name[len(prefix) :] for p in rows.glob(f"{prefix}*") if p.is_dir())
@@ -93,12 +98,11 @@ def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, An
             "student": rows / f"{family}-student-{task}",
             "control": rows / f"{family}-control-{task}",
         }
-        run = read_json(folders["student"] / "run.json", "fine-tuning row")
-        metric = run["metrics"][0]
+        metric = read_json(folders["student"] / "run.json", "fine-tuning row")["metrics"][0]
         scores[task] = {"metric": metric}
         for role, folder in folders.items():
-            metrics = read_json(folder / "metrics.json", "fine-tuning row")
-            scores[task][role] = metrics[f"test_{metric}"]
+            run = read_json(folder / "run.json", "fine-tuning row")
+            scores[task][role] = dict(zip(run["seeds"], run["test_per_seed"][metric]))
     return scores
 
 
@@ -156,12 +160,19 @@ def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> dict[str, Any
         numbers = measure(cfg, family, train, seed)
         tasks = downstream(cfg, family)
         for role in ROLES:
-            numbers[role]["downstream"] = {task: s[role] for task, s in tasks.items()}
+            numbers[role]["downstream"] = {task: _shared_mean(s, role) for task, s in tasks.items()}
         for role in ("student", "control"):
-            retention = {task: s[role] / s["teacher"] for task, s in tasks.items()}
+            retention = {
+                task: paired(s[role], s["teacher"], (role, "teacher"), ratio=True).mean
+                for task, s in tasks.items()
+            }
             if retention:
                 retention["mean"] = statistics.fmean(retention.values())
             numbers[role]["retention"] = retention
+        numbers["student_minus_control"] = {
+            task: paired(s["student"], s["control"], ("student", "control")).to_dict()
+            for task, s in tasks.items()
+        }
         numbers["student"]["made"] = read_json(Path(cfg.runs_dir) / f"{family}-student" / "run.json", "run")
         summary[family] = {"tasks": {t: s["metric"] for t, s in tasks.items()}, **numbers}
     return summary
@@ -190,7 +201,24 @@ def render(summary: dict[str, Any], batches: list[int]) -> str:
             mean = m.get("retention", {}).get("mean")
             cells.append("100%" if role == "teacher" else f"{100 * mean:.1f}%" if mean is not None else "–")
             lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Student - control, the task's first metric, paired by seed (95% Student-t interval):", ""]
+    lines += ["| family | task | student - control (points) | interval | seeds | verdict |", "|---|---|---|---|---|---|"]
+    for family, entry in summary.items():
+        for task, d in entry["student_minus_control"].items():
+            span = "" if d["low"] is None else f"[{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+            lines.append(f"| {family} | {task} | {100 * d['mean']:+.1f} | {span} | {d['n']} | {d['verdict']} |")
     return "\n".join(lines) + "\n"
+
+
+def _shared_mean(scores: dict[str, Any], role: str) -> float:
+    """`role`'s mean over the seeds all three rows ran (the teacher's row may have run more)."""
+    shared = set(scores["teacher"]) & set(scores["student"]) & set(scores["control"])
+    if not shared:
+        raise DataError(
+            f"distillation rows share no fine-tuning seed (teacher {sorted(scores['teacher'])}, student "
+            f"{sorted(scores['student'])}, control {sorted(scores['control'])}); expected at least one"
+        )
+    return statistics.fmean(scores[role][seed] for seed in sorted(shared))
 
 
 def _label(role: str, numbers: dict[str, Any]) -> str:

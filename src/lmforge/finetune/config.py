@@ -16,7 +16,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.finetune.adapt import AdaptConfig
 from lmforge.structured import Group
-from lmforge.training.config import check_optim_values, check_schedule_length
+from lmforge.training.config import check_optim_values
 
 INIT = re.compile(r"pretrained|scratch|hf:.+")
 
@@ -43,7 +43,7 @@ class FinetuneConfig:
     latency_examples: int = 32  # test examples timed one at a time (batch size 1) after 4 warm-up calls
     lr: float = 1e-3
     weight_decay: float = 0.01
-    warmup_steps: int = 20
+    warmup_ratio: float = 0.1  # warmup over this share of max_steps (BERT's 10%), so it scales with the run
     schedule: str = "linear"  # linear decay to zero after warmup (BERT's fine-tuning schedule)
     out_dir: str = "artifacts/finetune/run"  # best.ckpt: merged weights + hyperparameters
     reports_dir: str = "reports/finetune/rows/run"  # metrics.json, run.json
@@ -72,10 +72,16 @@ class FinetuneConfig:
             raise ConfigError(
                 f"finetune.seeds: got {self.seeds}, expected a non-empty list of distinct seeds"
             )
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ConfigError(f"finetune.warmup_ratio: got {self.warmup_ratio}, expected a value in [0, 1)")
         if not 0.0 <= self.head_dropout < 1.0:
             raise ConfigError(f"finetune.head_dropout: got {self.head_dropout}, expected a value in [0, 1)")
         check_optim_values(self, "finetune")
-        check_schedule_length(self, "finetune", self.max_steps, "finetune.max_steps")
+
+    @property
+    def warmup_steps(self) -> int:
+        """`warmup_ratio` of `max_steps`, rounded down: always shorter than the run."""
+        return int(self.warmup_ratio * self.max_steps)
 
     @property
     def hf_source(self) -> str | None:

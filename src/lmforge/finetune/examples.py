@@ -10,6 +10,8 @@ One encoder per task kind, looked up in `ENCODERS`:
 
 Texts longer than `max_len` keep their beginning: the tokenizer truncates the end (for pairs and QA,
 the end of the second segment, the context), so a long news article is read from its headline on.
+A single-text classification task may keep its head and tail instead (`task.truncation: head_tail`,
+Sun et al. 2019: the first quarter of `max_len` tokens and the last three quarters, specials kept).
 A training QA example whose answer was cut off is dropped (counted in `Encoded.dropped`); evaluation
 keeps every question and scores what the model extracts from what it saw.
 """
@@ -67,6 +69,25 @@ def encode_classification(records, tok, labels, train) -> Encoded:
     return Encoded(features, truncated=truncated)
 
 
+def head_tail(ids: list[int], max_len: int) -> list[int]:
+    """The first quarter of `max_len` tokens and the last three quarters (all of `ids` when they fit)."""
+    if len(ids) <= max_len:
+        return ids
+    head = max_len // 4
+    return ids[:head] + ids[len(ids) - (max_len - head) :]
+
+
+def encode_head_tail(records, tok, labels, train, max_len: int) -> Encoded:
+    """Single texts cut in the middle: `tok` does not truncate, `head_tail` does."""
+    features, truncated = [], 0
+    for r in records:
+        ids = tok.encode(r["text"]).ids
+        truncated += len(ids) > max_len
+        kept = head_tail(ids, max_len)
+        features.append({"input_ids": kept, "token_type_ids": [0] * len(kept), "label": _label(labels, r["label"], r)})
+    return Encoded(features, truncated=truncated)
+
+
 def encode_tagging(records, tok, labels, train) -> Encoded:
     features, truncated = [], 0
     for r in records:
@@ -118,8 +139,14 @@ def encode(
     label_set: Sequence[str],
     max_len: int,
     train: bool,
+    truncation: str = "head",
 ) -> Encoded:
     labels = {name: i for i, name in enumerate(label_set)}
+    if truncation == "head_tail":  # TaskConfig allows it for single-text classification only
+        whole = Tokenizer.from_str(tokenizer.to_str())
+        whole.no_truncation()
+        whole.no_padding()
+        return encode_head_tail(records, whole, labels, train, max_len)
     encoder, strategy = ENCODERS[kind]
     return encoder(records, _tokenizer(tokenizer, max_len, strategy), labels, train)
 

@@ -1,6 +1,7 @@
 """Downstream metrics, one function per metric name a task config may list.
 
-Classification scores come from torchmetrics (accuracy, macro-F1, binary F1 of the positive class);
+Classification scores come from torchmetrics (accuracy, macro-F1, binary F1 of the label the task
+names `positive_label`);
 tagging is token accuracy over labelled positions only (sub-word continuations carry no label);
 extractive QA is SQuAD v1.1's exact match and token F1 with the official answer normalisation
 (lowercase, punctuation and the articles a/an/the removed, whitespace collapsed), the best score over
@@ -20,25 +21,28 @@ from torchmetrics.functional.classification import binary_f1_score, multiclass_a
 from lmforge.objectives.masking import IGNORE_INDEX
 
 
-def accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+def accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None) -> float:
     return float(multiclass_accuracy(pred, gold, n_labels, average="micro"))
 
 
-def macro_f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+def macro_f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None) -> float:
     return float(multiclass_f1_score(pred, gold, n_labels, average="macro"))
 
 
-def f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
-    """F1 of label 1 (the positive class of a binary task, e.g. 'paraphrase')."""
-    return float(binary_f1_score(pred, gold))
+def f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None) -> float:
+    """F1 of the label at index `positive` (the task's `positive_label`) against all others."""
+    if positive is None:
+        raise ValueError("binary F1 needs the index of the positive label (task.positive_label)")
+    return float(binary_f1_score((pred == positive).long(), (gold == positive).long()))
 
 
-def token_accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int) -> float:
+def token_accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None) -> float:
     keep = gold != IGNORE_INDEX
     return float((pred[keep] == gold[keep]).float().mean()) if keep.any() else 0.0
 
 
-LABEL_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor, int], float]] = {
+# (predicted, gold, number of labels, index of the positive label or None) -> score
+LABEL_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor, int, int | None], float]] = {
     "accuracy": accuracy,
     "macro_f1": macro_f1,
     "f1": f1,

@@ -138,11 +138,17 @@ def run(plan: Plan) -> StageResult:
     records["test"] = sample(records["test"], ft.test_examples, task.seed)
     begin = start(ft)
     specials = special_token_ids(begin.tokenizer)
-    max_len = min(task.max_len, begin.config.max_seq_len)  # longer inputs keep their beginning
+    max_len = min(task.max_len, begin.config.max_seq_len)  # longer inputs are cut (task.truncation)
     labels = list(task.labels or ())
     encoded = {
         split: encode(
-            task.kind.value, records[split], begin.tokenizer, labels, max_len, train=split == "train"
+            task.kind.value,
+            records[split],
+            begin.tokenizer,
+            labels,
+            max_len,
+            train=split == "train",
+            truncation=task.truncation,
         )
         for split in SPLITS
     }
@@ -204,7 +210,8 @@ def run(plan: Plan) -> StageResult:
         "test_per_seed": test,
         "max_len": max_len,
         "examples": {split: len(encoded[split].features) for split in SPLITS},
-        "truncated": {split: encoded[split].truncated for split in SPLITS},
+        "truncated": {split: encoded[split].truncated for split in SPLITS},  # inputs cut to max_len
+        "truncation": task.truncation,
         "train_dropped": encoded["train"].dropped,
     }
     reports = Path(ft.reports_dir)

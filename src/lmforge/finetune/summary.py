@@ -1,30 +1,50 @@
 """The `finetune_summary` stage: every fine-tuned row side by side.
 
-Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run) and writes
-{out_dir}/summary.json (row -> numbers, for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
-a row per task x model x init x adaptation with the test metrics (mean ± std over seeds), the
-task's baselines on the same test examples, trainable parameters, training time and latency.
+Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row) and
+writes {out_dir}/summary.json (row -> numbers, and each comparison's difference, for `dvc metrics
+show` and MLflow) and {out_dir}/summary.md:
+- a line per row, keyed by the row's name (so a variant never reads as a duplicate of a default row):
+  its seeds, steps (and the step of its best validation), the test metrics (mean ± std over seeds),
+  the task's baselines on the same test examples, the share of test inputs cut to the row's input
+  length (and whether head or head and tail were kept), trainable parameters, training time and latency;
+- a line per comparison of `summary.comparisons` (the claims the rows exist to test: pretrained vs
+  scratch, LoRA vs full, ours vs MiniLM): the difference of the task's first metric, paired by seed,
+  with its 95% interval and the verdict that follows from it (`lmforge.stats.paired`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmforge.errors import DataError
+from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
+from lmforge.stats import Difference, paired
 from lmforge.structured import Group
 
 TASK_ORDER = ("sentiment", "topic", "pos", "paraphrase", "qa")
 
 
 @dataclass(frozen=True)
+class Comparison:
+    a: str  # a row's name (its folder under rows_dir)
+    b: str  # the row it is compared with, on the same task
+    claim: str = ""  # what the difference tests, e.g. "pretraining helps"
+
+
+@dataclass(frozen=True)
 class SummaryConfig:
     rows_dir: str = "reports/finetune/rows"
     out_dir: str = "reports/finetune"
+    comparisons: list[Comparison] = field(default_factory=list)
+    level: float = 0.95  # of each difference's two-sided Student-t interval
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.level < 1.0:
+            raise ConfigError(f"summary.level: got {self.level}, expected a value in (0, 1)")
 
 
 summary_config = Group(SummaryConfig, "summary")
@@ -63,13 +83,25 @@ def _model(run: dict[str, Any]) -> str:
     return run["model"] if run["model"] == run["family"] else f"{run['model']} ({run['family']})"
 
 
+def _seeds(run: dict[str, Any]) -> str:
+    """How many seeds, and which: `1 (0)`, `3 (0, 1, 2)`."""
+    seeds = run["seeds"]
+    return f"{len(seeds)} ({', '.join(str(seed) for seed in seeds)})"
+
+
+def _cut(run: dict[str, Any]) -> str:
+    """The share of test inputs longer than the row's max_len, and how they were cut."""
+    share = run["truncated"]["test"] / max(run["examples"]["test"], 1)
+    return f"{100 * share:.0f}%" + (f" ({run.get('truncation', 'head')})" if share else "")
+
+
 def render(rows: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "| task | model | init | adaptation | test metric (%) | baselines (same test examples) "
-        "| trainable params | train s | latency ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| row | task | model | init | adaptation | seeds | steps (best) | test metric (%) "
+        "| baselines (same test examples) | test inputs cut | trainable params | train s | latency ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for _, row in sorted(rows.items(), key=_order):
+    for name, row in sorted(rows.items(), key=_order):
         run, m = row["run"], row["metrics"]
         scores = []
         for metric in run["metrics"]:
@@ -84,10 +116,57 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
             if key.startswith("baseline_") and key.endswith(f"_{first}")
         ]
         lines.append(
-            f"| {run['task']} | {_model(run)} | {run['init'].split(' ')[0]} "
-            f"| {run['adapt']} | {', '.join(scores)} | {', '.join(baselines)} "
+            f"| {name} | {run['task']} | {_model(run)} | {run['init'].split(' ')[0]} "
+            f"| {run['adapt']} | {_seeds(run)} | {m['steps']:.0f} ({m['best_step']:.0f}) "
+            f"| {', '.join(scores)} | {', '.join(baselines)} | {_cut(run)} "
             f"| {_params(m['params_trainable'])} of {_params(m['params_total'])} "
             f"| {m['train_seconds']:.0f} | {m['latency_ms']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def compare(rows: dict[str, dict[str, Any]], c: Comparison, level: float) -> tuple[str, Difference]:
+    """The task's first metric of row a minus row b, paired by seed: (metric, difference)."""
+    for name in (c.a, c.b):
+        if name not in rows:
+            raise DataError(
+                f"summary.comparisons: row {name!r} is not under the rows folder; expected one of {sorted(rows)}"
+            )
+    run_a, run_b = rows[c.a]["run"], rows[c.b]["run"]
+    if run_a["task"] != run_b["task"]:
+        raise DataError(
+            f"summary.comparisons: {c.a} ({run_a['task']}) and {c.b} ({run_b['task']}) are different "
+            "tasks; expected two rows of one task"
+        )
+    metric = run_a["metrics"][0]
+    per_seed = [dict(zip(r["seeds"], r["test_per_seed"][metric])) for r in (run_a, run_b)]
+    return metric, paired(per_seed[0], per_seed[1], (c.a, c.b), level)
+
+
+def shared_means(rows: dict[str, dict[str, Any]], c: Comparison, metric: str) -> tuple[float, float]:
+    """Each row's mean over the seeds both ran: the numbers its difference is made of."""
+    per_seed = [dict(zip(rows[n]["run"]["seeds"], rows[n]["run"]["test_per_seed"][metric])) for n in (c.a, c.b)]
+    shared = sorted(set(per_seed[0]) & set(per_seed[1]))
+    return tuple(sum(scores[seed] for seed in shared) / len(shared) for scores in per_seed)
+
+
+def _points(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:+.1f}"
+
+
+def render_comparisons(rows: dict[str, dict[str, Any]], comparisons: list[Comparison], level: float) -> str:
+    lines = [
+        f"| claim | a | b | metric | a (%, shared seeds) | b (%, shared seeds) | a - b (points) | {100 * level:.0f}% interval "
+        "| seeds | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in comparisons:
+        metric, d = compare(rows, c, level)
+        a, b = shared_means(rows, c, metric)
+        span = "" if d.low is None else f"[{_points(d.low)}, {_points(d.high)}]"
+        lines.append(
+            f"| {c.claim} | {c.a} | {c.b} | {metric} | {_pct(a)} | {_pct(b)} | {_points(d.mean)} "
+            f"| {span} | {d.n} | {d.verdict} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -95,10 +174,24 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
 def run(plan: Plan) -> StageResult:
     summary = plan.summary
     rows = read_rows(Path(summary.rows_dir))
-    numbers = {name: row["metrics"] for name, row in rows.items()}
+    numbers: dict[str, dict[str, Any]] = {name: row["metrics"] for name, row in rows.items()}
+    text = render(rows)
+    if summary.comparisons:
+        text += (
+            f"\nCompared rows: the difference of the task's first metric, paired by seed, with its "
+            f"{100 * summary.level:.0f}% Student-t interval; \"not distinguishable\" when the interval "
+            "covers zero.\n\n" + render_comparisons(rows, summary.comparisons, summary.level)
+        )
+        for c in summary.comparisons:
+            _, d = compare(rows, c, summary.level)
+            numbers[f"{c.a}-vs-{c.b}"] = {
+                "difference": d.mean,
+                **({"low": d.low, "high": d.high} if d.low is not None else {}),
+                "seeds": d.n,
+            }
     out = Path(summary.out_dir)
     write_json(out / "summary.json", numbers)
-    write_text(out / "summary.md", render(rows))
+    write_text(out / "summary.md", text)
     flat = {
         f"{name}/{key}": float(value) for name, values in numbers.items() for key, value in values.items()
     }

@@ -120,18 +120,24 @@ def span_predictions(outputs, batch: Batch, task: TaskConfig) -> tuple[list, lis
 # -- scores over a whole split -------------------------------------------------------------------
 
 
-def label_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+def label_scores(
+    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+) -> dict[str, float]:
     p, g = torch.tensor(predicted), torch.tensor(gold)
-    return {name: LABEL_METRICS[name](p, g, n_labels) for name in metrics}
+    return {name: LABEL_METRICS[name](p, g, n_labels, positive) for name in metrics}
 
 
-def tag_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+def tag_scores(
+    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+) -> dict[str, float]:
     """Per-sentence lists of first-sub-word tags, scored as one flat sequence of words."""
     flat = [t for sentence in predicted for t in sentence], [t for sentence in gold for t in sentence]
-    return label_scores(metrics, *flat, n_labels)
+    return label_scores(metrics, *flat, n_labels, positive)
 
 
-def answer_scores(metrics: Sequence[str], predicted: list, gold: list, n_labels: int) -> dict[str, float]:
+def answer_scores(
+    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+) -> dict[str, float]:
     scores = squad_scores(predicted, gold)
     return {name: scores[name] for name in metrics}
 
@@ -185,7 +191,8 @@ class HeadSpec:
 @dataclass(frozen=True)
 class TaskSpec:
     heads: dict[Family, HeadSpec]  # the families that can learn this kind, and how
-    score: Callable[[Sequence[str], list, list, int], dict[str, float]]  # (metrics, predicted, gold, n)
+    # (metrics, predicted, gold, number of labels, index of the positive label) -> scores
+    score: Callable[[Sequence[str], list, list, int, int | None], dict[str, float]]
     baselines: Callable[[list[Record], list[Record], list[str], int], dict[str, tuple[list, list]]]
 
 
@@ -243,4 +250,6 @@ def metric_names(task: TaskConfig) -> list[str]:
 
 def score(task: TaskConfig, predicted: list, gold: list) -> dict[str, float]:
     """The task's metrics over a whole split's predictions."""
-    return TASKS[task.kind].score(metric_names(task), predicted, gold, len(task.labels or ()))
+    labels = list(task.labels or ())
+    positive = labels.index(task.positive_label) if task.positive_label is not None else None
+    return TASKS[task.kind].score(metric_names(task), predicted, gold, len(labels), positive)

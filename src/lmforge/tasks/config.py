@@ -53,6 +53,7 @@ class TaskConfig:
     params: dict[str, Any] = field(default_factory=dict)  # the source's parameters (its own schema)
     labels: list[str] | None = None  # label set (tag set for tagging); null for qa
     metrics: list[Metric] = field(default_factory=list)  # metric names it will be scored with
+    positive_label: str | None = None  # the label whose F1 `f1` reports (classification kinds)
     val_fraction: float = 0.1  # share held out for validation (when the source gives no val split)
     test_fraction: float = 0.1  # share held out for testing (when the source gives no test split)
     seed: int = 0  # seeds the ranking behind the split: sha256(f"{seed}:{group}")
@@ -63,6 +64,10 @@ class TaskConfig:
     # How a model reads it (fine-tuning): tokens per example, special tokens included. Longer inputs
     # keep their beginning (a news article its headline and first paragraphs; QA cuts only the context).
     max_len: int = 128
+    # head: longer inputs keep their beginning; head_tail (classification): the first quarter of
+    # max_len tokens and the last three quarters (Sun et al. 2019, "How to fine-tune BERT for text
+    # classification": a review's verdict is often at its end)
+    truncation: str = "head"
     max_answer_tokens: int = 30  # qa: longest span considered at prediction time
 
     def __post_init__(self) -> None:
@@ -79,6 +84,13 @@ class TaskConfig:
             )
         if self.max_len < 8:
             raise ConfigError(f"task.max_len={self.max_len}; expected an integer >= 8")
+        if self.truncation not in ("head", "head_tail"):
+            raise ConfigError(f"task.truncation={self.truncation!r}; expected head or head_tail")
+        if self.truncation == "head_tail" and self.kind is not Kind.classification:
+            raise ConfigError(
+                f"task.truncation=head_tail with kind={self.kind.value}; expected kind=classification "
+                "(pairs, tags and QA contexts are cut from the end)"
+            )
         if self.max_answer_tokens < 1:
             raise ConfigError(f"task.max_answer_tokens={self.max_answer_tokens}; expected an integer >= 1")
         if self.kind is Kind.qa and self.labels is not None:
@@ -87,6 +99,12 @@ class TaskConfig:
             raise ConfigError(f"task.labels={self.labels}; expected a non-empty list of distinct labels")
         if not self.metrics:
             raise ConfigError(f"task.metrics is empty; expected some of {_names(METRICS_FOR[self.kind])}")
+        binary_f1 = Metric.f1 in self.metrics and self.kind in (Kind.classification, Kind.pair_classification)
+        if binary_f1 and self.positive_label not in (self.labels or ()):
+            raise ConfigError(
+                f"task.positive_label={self.positive_label!r}; metric f1 scores one label against the "
+                f"others: expected one of {self.labels}"
+            )
         wrong = [m.value for m in self.metrics if m not in METRICS_FOR[self.kind]]
         if wrong:
             raise ConfigError(
