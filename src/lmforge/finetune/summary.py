@@ -125,8 +125,11 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compare(rows: dict[str, dict[str, Any]], c: Comparison, level: float) -> tuple[str, Difference]:
-    """The task's first metric of row a minus row b, paired by seed: (metric, difference)."""
+def compare(
+    rows: dict[str, dict[str, Any]], c: Comparison, level: float
+) -> tuple[str, Difference, float, float]:
+    """The task's first metric of row a minus row b, paired by seed: (metric, difference, and each
+    row's mean over the seeds both ran, the numbers the difference is made of)."""
     for name in (c.a, c.b):
         if name not in rows:
             raise DataError(
@@ -139,30 +142,23 @@ def compare(rows: dict[str, dict[str, Any]], c: Comparison, level: float) -> tup
             "tasks; expected two rows of one task"
         )
     metric = run_a["metrics"][0]
-    per_seed = [dict(zip(r["seeds"], r["test_per_seed"][metric])) for r in (run_a, run_b)]
-    return metric, paired(per_seed[0], per_seed[1], (c.a, c.b), level)
-
-
-def shared_means(rows: dict[str, dict[str, Any]], c: Comparison, metric: str) -> tuple[float, float]:
-    """Each row's mean over the seeds both ran: the numbers its difference is made of."""
-    per_seed = [dict(zip(rows[n]["run"]["seeds"], rows[n]["run"]["test_per_seed"][metric])) for n in (c.a, c.b)]
-    shared = sorted(set(per_seed[0]) & set(per_seed[1]))
-    return tuple(sum(scores[seed] for seed in shared) / len(shared) for scores in per_seed)
+    a, b = (dict(zip(r["seeds"], r["test_per_seed"][metric])) for r in (run_a, run_b))
+    shared = sorted(set(a) & set(b))
+    means = [sum(scores[seed] for seed in shared) / len(shared) if shared else float("nan") for scores in (a, b)]
+    return metric, paired(a, b, (c.a, c.b), level), means[0], means[1]
 
 
 def _points(value: float | None) -> str:
     return "" if value is None else f"{100 * value:+.1f}"
 
 
-def render_comparisons(rows: dict[str, dict[str, Any]], comparisons: list[Comparison], level: float) -> str:
+def render_comparisons(compared: list[tuple[Comparison, tuple[str, Difference, float, float]]], level: float) -> str:
     lines = [
         f"| claim | a | b | metric | a (%, shared seeds) | b (%, shared seeds) | a - b (points) | {100 * level:.0f}% interval "
         "| seeds | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in comparisons:
-        metric, d = compare(rows, c, level)
-        a, b = shared_means(rows, c, metric)
+    for c, (metric, d, a, b) in compared:
         span = "" if d.low is None else f"[{_points(d.low)}, {_points(d.high)}]"
         lines.append(
             f"| {c.claim} | {c.a} | {c.b} | {metric} | {_pct(a)} | {_pct(b)} | {_points(d.mean)} "
@@ -177,13 +173,13 @@ def run(plan: Plan) -> StageResult:
     numbers: dict[str, dict[str, Any]] = {name: row["metrics"] for name, row in rows.items()}
     text = render(rows)
     if summary.comparisons:
+        compared = [(c, compare(rows, c, summary.level)) for c in summary.comparisons]
         text += (
             f"\nCompared rows: the difference of the task's first metric, paired by seed, with its "
             f"{100 * summary.level:.0f}% Student-t interval; \"not distinguishable\" when the interval "
-            "covers zero.\n\n" + render_comparisons(rows, summary.comparisons, summary.level)
+            "covers zero.\n\n" + render_comparisons(compared, summary.level)
         )
-        for c in summary.comparisons:
-            _, d = compare(rows, c, summary.level)
+        for c, (_, d, _, _) in compared:
             numbers[f"{c.a}-vs-{c.b}"] = {
                 "difference": d.mean,
                 **({"low": d.low, "high": d.high} if d.low is not None else {}),
