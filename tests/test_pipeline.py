@@ -93,20 +93,25 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert (repo / "artifacts" / "pretrain" / family / "best.ckpt").is_file()
     assert (repo / "reports" / "eval" / "decoder" / "samples.json").is_file()
     summary = json.loads((repo / "reports" / "finetune" / "summary.json").read_text())
-    assert set(summary) == set(ROWS)  # every conf/row/*.yaml, each with its own curve
+    assert set(summary["rows"]) == set(ROWS)  # every conf/row/*.yaml, each with its own curve
     assert {p.stem for p in (repo / "reports" / "finetune" / "curves").glob("*.csv")} == set(ROWS)
-    for row, metrics in summary.items():
+    for row, metrics in summary["rows"].items():
         first = yaml.safe_load((repo / "conf" / "task" / f"{row_task(row)}.yaml").read_text())["metrics"][0]
         assert 0.0 <= metrics[f"test_{first}"] <= 1.0 and metrics["params_trainable"] > 0, row
-    table = (repo / "reports" / "finetune" / "summary.md").read_text()
-    assert table.count("\n") == 2 + len(summary)
+    claims = yaml.safe_load((repo / "conf" / "summary" / "finetune.yaml").read_text())["comparisons"]
+    assert set(summary["comparisons"]) == {f"{c['a']}-vs-{c['b']}" for c in claims}
+    assert all(c["seeds"] == 1 for c in summary["comparisons"].values())  # smoke runs one seed
+    rows_table, _, claims_table = (repo / "reports" / "finetune" / "summary.md").read_text().split("\n\n")
+    assert rows_table.count("\n") == 1 + len(ROWS) and claims_table.count("\n") == 2 + len(claims)
     distilled = json.loads((repo / "reports" / "distill" / "summary.json").read_text())
     assert set(distilled) == {"encoder", "decoder"}
     for family, entry in distilled.items():
         assert entry["student"]["layers"] == entry["teacher"]["layers"] // 2, family
         assert entry["student"]["params"] == entry["control"]["params"] < entry["teacher"]["params"]
         assert entry["student"]["retention"]["mean"] > 0 and entry["control"]["test_loss"] > 0
-    assert (repo / "reports" / "distill" / "summary.md").read_text().count("\n") == 2 + 3 * len(distilled)
+    families, _, pairs = (repo / "reports" / "distill" / "summary.md").read_text().split("\n\n")
+    assert families.count("\n") == 1 + 3 * len(distilled)  # teacher, student, control per family
+    assert pairs.count("\n") == 2 + sum(len(entry["tasks"]) for entry in distilled.values())
     translated = json.loads((repo / "reports" / "translate" / "main" / "eval.json").read_text())
     assert translated["test_sentences"] > 0 and 0 <= translated["bleu"] <= 100 and translated["chrf"] > 0
     assert translated["baseline_dictionary_bleu"] > translated["baseline_copy_bleu"]

@@ -186,7 +186,8 @@ def test_summary_puts_rows_side_by_side(workspace):
     assert {line.split(" | ")[0] for line in table[2:]} == {"| toy", "| toy-frozen"}  # keyed by row name
     assert all("majority 60.0" in line for line in table[2:])
     numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
-    assert set(numbers) == {"toy", "toy-frozen"} and "test_accuracy" in numbers["toy"]
+    assert set(numbers["rows"]) == {"toy", "toy-frozen"} and "test_accuracy" in numbers["rows"]["toy"]
+    assert numbers["comparisons"] == {}
 
 
 def test_summary_compares_rows_paired_by_seed(workspace):
@@ -198,8 +199,9 @@ def test_summary_compares_rows_paired_by_seed(workspace):
     a, b = (r["test_per_seed"]["accuracy"] for r in runs)
     expected = paired(dict(enumerate(a)), dict(enumerate(b)))
     numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())
-    assert numbers["toy-vs-toy-frozen"]["difference"] == pytest.approx(expected.mean)
-    assert numbers["toy-vs-toy-frozen"]["seeds"] == 3
+    assert set(numbers["comparisons"]) == {"toy-vs-toy-frozen"}
+    assert numbers["comparisons"]["toy-vs-toy-frozen"]["difference"] == pytest.approx(expected.mean)
+    assert numbers["comparisons"]["toy-vs-toy-frozen"]["seeds"] == 3
     assert result.metrics["toy-vs-toy-frozen/difference"] == pytest.approx(expected.mean)
     text = (workspace / "reports/finetune/summary.md").read_text()
     line = next(line for line in text.splitlines() if line.startswith("| training the backbone helps"))

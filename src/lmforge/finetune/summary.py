@@ -1,8 +1,8 @@
 """The `finetune_summary` stage: every fine-tuned row side by side.
 
 Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row) and
-writes {out_dir}/summary.json (row -> numbers, and each comparison's difference, for `dvc metrics
-show` and MLflow) and {out_dir}/summary.md:
+writes {out_dir}/summary.json ({"rows": row -> numbers, "comparisons": "<a>-vs-<b>" -> difference},
+for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
 - a line per row, keyed by the row's name (so a variant never reads as a duplicate of a default row):
   its seeds, steps (and the step of its best validation), the test metrics (mean ± std over seeds),
   the task's baselines on the same test examples, the share of test inputs cut to the row's input
@@ -171,6 +171,7 @@ def run(plan: Plan) -> StageResult:
     summary = plan.summary
     rows = read_rows(Path(summary.rows_dir))
     numbers: dict[str, dict[str, Any]] = {name: row["metrics"] for name, row in rows.items()}
+    differences: dict[str, dict[str, Any]] = {}
     text = render(rows)
     if summary.comparisons:
         compared = [(c, compare(rows, c, summary.level)) for c in summary.comparisons]
@@ -180,15 +181,18 @@ def run(plan: Plan) -> StageResult:
             "covers zero.\n\n" + render_comparisons(compared, summary.level)
         )
         for c, (_, d, _, _) in compared:
-            numbers[f"{c.a}-vs-{c.b}"] = {
+            differences[f"{c.a}-vs-{c.b}"] = {
                 "difference": d.mean,
                 **({"low": d.low, "high": d.high} if d.low is not None else {}),
                 "seeds": d.n,
             }
     out = Path(summary.out_dir)
-    write_json(out / "summary.json", numbers)
+    write_json(out / "summary.json", {"rows": numbers, "comparisons": differences})
     write_text(out / "summary.md", text)
     flat = {
-        f"{name}/{key}": float(value) for name, values in numbers.items() for key, value in values.items()
+        f"{name}/{key}": float(value)
+        for group in (numbers, differences)
+        for name, values in group.items()
+        for key, value in values.items()
     }
     return StageResult(flat, [str(out / "summary.json"), str(out / "summary.md")])
