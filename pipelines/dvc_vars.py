@@ -1,6 +1,7 @@
 """Writes pipelines/dvc_vars.yaml, the values dvc.yaml cannot find itself: `tasks`, every labelled
-task that some fine-tuning row (conf/row/*.yaml, conf/distill_row/*.yaml) trains on, each of which
-becomes a `task@<name>` stage. DVC resolves `vars` when it parses dvc.yaml, before any stage runs,
+task that some fine-tuning row (conf/row/*.yaml, conf/distill_row/*.yaml, and the rows of
+pipelines/experiments/dvc.yaml under conf/row/extra/) trains on, each of which becomes a
+`task@<name>` stage. DVC resolves `vars` when it parses dvc.yaml, before any stage runs,
 so the file is committed and `make repro` rewrites it first; tests/test_dvc_vars.py fails while the
 committed file disagrees with conf/.
 
@@ -25,8 +26,9 @@ def row_tasks(conf: Path) -> list[str]:
     tasks = set()
     with initialize_config_dir(config_dir=str(conf), version_base=None):
         for group in ROW_GROUPS:
-            for row in sorted((conf / group).glob("*.yaml")):
-                tasks.add(compose("config", overrides=[f"{group}={row.stem}"]).task.name)
+            for row in sorted((conf / group).rglob("*.yaml")):
+                option = row.relative_to(conf / group).with_suffix("").as_posix()  # extra/<row>
+                tasks.add(compose("config", overrides=[f"{group}={option}"]).task.name)
     return sorted(tasks)
 
 

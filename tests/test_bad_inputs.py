@@ -83,6 +83,7 @@ BAD = [
     ("finetune", ["finetune.warmup_ratio=1.0"], "finetune.warmup_ratio"),
     ("finetune", ["task=paraphrase", "task.positive_label=yes"], "task.positive_label"),
     ("finetune", ["task=pos", "task.truncation=head_tail"], "task.truncation"),
+    ("finetune", ["task=pos", "task.metrics=[entity_f1]"], "task.labels"),  # universal tags are not BIO
     ("finetune", ["finetune.schedule=bogus"], "finetune.schedule"),
     ("finetune", ["finetune.weight_decay=-0.5"], "finetune.weight_decay"),
     ("prepare", ["data.val_fraction=1.5"], "data.val_fraction"),

@@ -188,13 +188,20 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     teacher_dir.mkdir(parents=True)
     (teacher_dir / "best.ckpt").symlink_to(teacher)
     # per seed; the teacher's row ran a third seed the others did not: it is left out of every number
-    scores = {"teacher": [0.80, 0.80, 0.10], "student": [0.74, 0.70], "control": [0.62, 0.58]}
+    scores = {
+        "teacher": [0.80, 0.80, 0.10],
+        "scratch": [0.70, 0.75],  # the teacher's architecture from random weights
+        "student": [0.74, 0.70],
+        "control": [0.62, 0.58],
+    }
+    folders = {
+        "teacher": tmp_path / "finetune" / "fam-sentiment",
+        "scratch": tmp_path / "finetune" / "scratch-sentiment",
+        "student": tmp_path / "rows" / "fam-student-sentiment",
+        "control": tmp_path / "rows" / "fam-control-sentiment",
+    }
     for role, per_seed in scores.items():
-        folder = (
-            tmp_path
-            / ("finetune" if role == "teacher" else "rows")
-            / ("fam-sentiment" if role == "teacher" else f"fam-{role}-sentiment")
-        )
+        folder = folders[role]
         folder.mkdir(parents=True)
         run = {"metrics": ["accuracy", "macro_f1"], "seeds": list(range(len(per_seed)))}
         run["test_per_seed"] = {"accuracy": per_seed, "macro_f1": [0.1] * len(per_seed)}
@@ -207,6 +214,7 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
         teacher_rows=str(tmp_path / "finetune"),
         student_rows=str(tmp_path / "rows"),
         out_dir=str(tmp_path / "out"),
+        scratch_rows={"fam": "scratch"},
         latency_batches=[1, 2],
         latency_repeats=2,
     )
@@ -225,7 +233,16 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     assert difference["low"] == pytest.approx(0.12) and difference["verdict"] == "student higher"  # sd 0
     table = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert "accuracy 72.0 (90%)" in table[3] and "75.0%" in table[4]
-    assert table[-1] == "| fam | sentiment | +12.0 | [+12.0, +12.0] | 2 | student higher |"
+    # +10 and +5 points: the t interval with one degree of freedom is wide (12.7 x sd / sqrt 2)
+    gap = written["teacher_minus_scratch"]["sentiment"]
+    assert gap["mean"] == pytest.approx(0.075) and gap["verdict"] == "not distinguishable"
+    assert written["student_retention"]["sentiment"]["mean"] == pytest.approx(0.9)
+    assert table[-1] == (
+        "| fam | sentiment | +7.5 [-24.3, +39.3] | 90.0% [58.2%, 121.8%] | 75.0% [43.2%, 106.8%] "
+        "| +12.0 [+12.0, +12.0], student higher | 2 | the teacher is not shown to beat "
+        "scratch (not distinguishable), so retention measures nothing; distillation beats training the "
+        "student alone on the same tokens. |"
+    )
     assert result.metrics["fam/student/retention/sentiment"] == pytest.approx(0.9)
 
 

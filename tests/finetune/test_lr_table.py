@@ -27,7 +27,10 @@ def test_the_grid_table_marks_each_rows_best_rate(tmp_path):
     (tmp_path / "multirun").mkdir()  # Hydra's own folder: no reports, skipped
     out = subprocess.run(
         [sys.executable, "pipelines/finetune_lr_table.py", "--root", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     assert out[2:] == [
         "| `row=a` | 0.0003 | accuracy 70.0 | 900 (600) | 12 |",
@@ -37,6 +40,8 @@ def test_the_grid_table_marks_each_rows_best_rate(tmp_path):
     ]
     empty = subprocess.run(
         [sys.executable, "pipelines/finetune_lr_table.py", "--root", str(tmp_path / "none")],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from lmforge.finetune.baselines import majority, most_frequent_tag, overlap_sentence, tfidf_logreg
-from lmforge.finetune.metrics import LABEL_METRICS, normalize_answer, squad_scores
+from lmforge.finetune.metrics import LABEL_METRICS, entity_scores, normalize_answer, squad_scores
+from lmforge.finetune.tasks import tag_scores
+from lmforge.tasks.config import not_bio
 
 
 def test_label_metrics_equal_hand_computation():
@@ -28,6 +30,40 @@ def test_label_metrics_equal_hand_computation():
     assert math.isclose(
         LABEL_METRICS["token_accuracy"](torch.tensor([[1, 0, 9, 3]]), tags, 4), 2 / 3, rel_tol=1e-6
     )
+
+
+def test_entity_scores_follow_the_conll_convention():
+    gold = [["B-per", "I-per", "O", "B-loc"], ["O", "B-org", "I-org", "I-org"]]  # 3 entities
+    predicted = [
+        ["B-per", "I-per", "O", "B-org"],  # person right; loc typed as org: wrong
+        ["O", "B-org", "I-org", "O"],  # org cut short: wrong boundary
+    ]
+    scores = entity_scores(["entity_precision", "entity_recall", "entity_f1"], predicted, gold)
+    assert scores == pytest.approx({"entity_precision": 1 / 3, "entity_recall": 1 / 3, "entity_f1": 1 / 3})
+    # conlleval reads an I- after O as the start of an entity: "O I-per I-per" holds one person
+    assert entity_scores(["entity_f1"], [["O", "I-per", "I-per"]], [["O", "B-per", "I-per"]]) == {
+        "entity_f1": 1.0
+    }
+    # no entity predicted: precision 0, not a warning or NaN
+    assert entity_scores(["entity_precision"], [["O", "O"]], [["B-per", "O"]]) == {"entity_precision": 0.0}
+    with pytest.raises(ValueError, match="differ"):
+        entity_scores(["entity_f1"], [["O"]], [["O", "O"]])
+
+
+def test_tag_scores_read_entities_from_tag_names_and_tokens_from_indices():
+    labels = ["O", "B-per", "I-per", "B-loc", "I-loc"]
+    gold = [[1, 2, 0, 3], [0, 0]]
+    predicted = [[1, 2, 0, 0], [0, 3]]  # the person right, the loc missed, one spurious loc
+    scores = tag_scores(["entity_f1", "token_accuracy"], predicted, gold, labels, None)
+    assert list(scores) == ["entity_f1", "token_accuracy"]  # in the task's order
+    assert scores["entity_f1"] == pytest.approx(0.5)  # p = 1/2, r = 1/2
+    assert scores["token_accuracy"] == pytest.approx(4 / 6)
+
+
+def test_bio_labels_are_checked():
+    assert not_bio(["O", "B-per", "I-per", "B-loc"]) == []
+    assert not_bio(["O", "I-per"]) == ["I-per"]  # an I- tag without its B-
+    assert not_bio(["NOUN", "B-x"]) == ["NOUN", "no O"]
 
 
 def test_squad_normalisation_and_scores():

@@ -181,7 +181,9 @@ def test_summary_puts_rows_side_by_side(workspace):
     finetune("finetune.max_steps=8", "adapt=frozen", "run_name=toy-frozen")
     entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
     table = (workspace / "reports/finetune/summary.md").read_text().splitlines()
-    assert table[0].startswith("| row | task | model | init | adaptation | seeds | steps (best) | test metric")
+    assert table[0].startswith(
+        "| row | task | model | init | adaptation | seeds | steps (best) | test metric"
+    )
     assert len(table) == 4 and sum("frozen backbone" in line for line in table) == 1
     assert {line.split(" | ")[0] for line in table[2:]} == {"| toy", "| toy-frozen"}  # keyed by row name
     assert all("majority 60.0" in line for line in table[2:])
@@ -195,7 +197,10 @@ def test_summary_compares_rows_paired_by_seed(workspace):
     finetune("finetune.max_steps=8", "finetune.seeds=[0,1,2]", "adapt=frozen", "run_name=toy-frozen")
     comparison = "summary.comparisons=[{a:toy,b:toy-frozen,claim:training the backbone helps}]"
     result = entry_stage("finetune_summary")(stage_config(comparison))
-    runs = [json.loads((workspace / f"reports/finetune/rows/{r}/run.json").read_text()) for r in ("toy", "toy-frozen")]
+    runs = [
+        json.loads((workspace / f"reports/finetune/rows/{r}/run.json").read_text())
+        for r in ("toy", "toy-frozen")
+    ]
     a, b = (r["test_per_seed"]["accuracy"] for r in runs)
     expected = paired(dict(enumerate(a)), dict(enumerate(b)))
     numbers = json.loads((workspace / "reports/finetune/summary.json").read_text())

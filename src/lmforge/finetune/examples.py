@@ -84,7 +84,9 @@ def encode_head_tail(records, tok, labels, train, max_len: int) -> Encoded:
         ids = tok.encode(r["text"]).ids
         truncated += len(ids) > max_len
         kept = head_tail(ids, max_len)
-        features.append({"input_ids": kept, "token_type_ids": [0] * len(kept), "label": _label(labels, r["label"], r)})
+        features.append(
+            {"input_ids": kept, "token_type_ids": [0] * len(kept), "label": _label(labels, r["label"], r)}
+        )
     return Encoded(features, truncated=truncated)
 
 

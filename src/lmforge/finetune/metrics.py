@@ -2,7 +2,9 @@
 
 Classification scores come from torchmetrics (accuracy, macro-F1, binary F1 of the label the task
 names `positive_label`);
-tagging is token accuracy over labelled positions only (sub-word continuations carry no label);
+tagging is token accuracy over labelled positions only (sub-word continuations carry no label) and,
+for BIO tag sets (NER), entity precision, recall and F1 in the CoNLL convention (seqeval's default
+mode, as conlleval: an I- tag after O or another type opens an entity; micro average over types);
 extractive QA is SQuAD v1.1's exact match and token F1 with the official answer normalisation
 (lowercase, punctuation and the articles a/an/the removed, whitespace collapsed), the best score over
 the gold answers of a question. Every function returns a fraction in [0, 1].
@@ -16,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
+from seqeval.metrics import f1_score, precision_score, recall_score
 from torchmetrics.functional.classification import binary_f1_score, multiclass_accuracy, multiclass_f1_score
 
 from lmforge.objectives.masking import IGNORE_INDEX
@@ -36,7 +39,9 @@ def f1(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | No
     return float(binary_f1_score((pred == positive).long(), (gold == positive).long()))
 
 
-def token_accuracy(pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None) -> float:
+def token_accuracy(
+    pred: torch.Tensor, gold: torch.Tensor, n_labels: int, positive: int | None = None
+) -> float:
     keep = gold != IGNORE_INDEX
     return float((pred[keep] == gold[keep]).float().mean()) if keep.any() else 0.0
 
@@ -48,6 +53,28 @@ LABEL_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor, int, int | None],
     "f1": f1,
     "token_accuracy": token_accuracy,
 }
+
+
+# -- entities of BIO tag sequences -------------------------------------------------------------------
+
+ENTITY_SCORES: dict[str, Callable[..., float]] = {
+    "entity_f1": f1_score,
+    "entity_precision": precision_score,
+    "entity_recall": recall_score,
+}
+
+
+def entity_scores(
+    names: Sequence[str], predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]
+) -> dict[str, float]:
+    """The entity metrics among `names` of per-sentence BIO tag sequences (seqeval, CoNLL mode).
+
+    No predicted entity gives precision 0 (not a warning), so a model that tags everything O scores 0.
+    """
+    if len(predicted) != len(gold) or any(len(p) != len(g) for p, g in zip(predicted, gold)):
+        raise ValueError("predicted and gold tag sequences differ in number or length")
+    pred, true = [list(p) for p in predicted], [list(g) for g in gold]
+    return {name: float(ENTITY_SCORES[name](true, pred, zero_division=0)) for name in names}
 
 
 # -- SQuAD v1.1 -----------------------------------------------------------------------------------

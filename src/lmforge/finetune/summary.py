@@ -144,7 +144,9 @@ def compare(
     metric = run_a["metrics"][0]
     a, b = (dict(zip(r["seeds"], r["test_per_seed"][metric])) for r in (run_a, run_b))
     shared = sorted(set(a) & set(b))
-    means = [sum(scores[seed] for seed in shared) / len(shared) if shared else float("nan") for scores in (a, b)]
+    means = [
+        sum(scores[seed] for seed in shared) / len(shared) if shared else float("nan") for scores in (a, b)
+    ]
     return metric, paired(a, b, (c.a, c.b), level), means[0], means[1]
 
 
@@ -152,7 +154,9 @@ def _points(value: float | None) -> str:
     return "" if value is None else f"{100 * value:+.1f}"
 
 
-def render_comparisons(compared: list[tuple[Comparison, tuple[str, Difference, float, float]]], level: float) -> str:
+def render_comparisons(
+    compared: list[tuple[Comparison, tuple[str, Difference, float, float]]], level: float
+) -> str:
     lines = [
         f"| claim | a | b | metric | a (%, shared seeds) | b (%, shared seeds) | a - b (points) | {100 * level:.0f}% interval "
         "| seeds | verdict |",
@@ -177,7 +181,7 @@ def run(plan: Plan) -> StageResult:
         compared = [(c, compare(rows, c, summary.level)) for c in summary.comparisons]
         text += (
             f"\nCompared rows: the difference of the task's first metric, paired by seed, with its "
-            f"{100 * summary.level:.0f}% Student-t interval; \"not distinguishable\" when the interval "
+            f'{100 * summary.level:.0f}% Student-t interval; "not distinguishable" when the interval '
             "covers zero.\n\n" + render_comparisons(compared, summary.level)
         )
         for c, (_, d, _, _) in compared:

@@ -27,7 +27,7 @@ from torch import nn
 
 from lmforge.finetune import baselines
 from lmforge.finetune.heads import LabelWords, Pooling, SequenceHead, SpanHead, TokenHead
-from lmforge.finetune.metrics import LABEL_METRICS, squad_scores
+from lmforge.finetune.metrics import ENTITY_SCORES, LABEL_METRICS, entity_scores, squad_scores
 from lmforge.finetune.spans import IGNORE_INDEX, best_spans, span_text
 from lmforge.model.config import Family, ModelConfig
 from lmforge.tasks.config import Kind, TaskConfig
@@ -121,22 +121,29 @@ def span_predictions(outputs, batch: Batch, task: TaskConfig) -> tuple[list, lis
 
 
 def label_scores(
-    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+    metrics: Sequence[str], predicted: list, gold: list, labels: Sequence[str], positive: int | None
 ) -> dict[str, float]:
     p, g = torch.tensor(predicted), torch.tensor(gold)
-    return {name: LABEL_METRICS[name](p, g, n_labels, positive) for name in metrics}
+    return {name: LABEL_METRICS[name](p, g, len(labels), positive) for name in metrics}
 
 
 def tag_scores(
-    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+    metrics: Sequence[str], predicted: list, gold: list, labels: Sequence[str], positive: int | None
 ) -> dict[str, float]:
-    """Per-sentence lists of first-sub-word tags, scored as one flat sequence of words."""
+    """Per-sentence lists of first-sub-word tag indices: token metrics over one flat sequence of
+    words, entity metrics over each sentence's tag names."""
+    per_token = [m for m in metrics if m not in ENTITY_SCORES]
     flat = [t for sentence in predicted for t in sentence], [t for sentence in gold for t in sentence]
-    return label_scores(metrics, *flat, n_labels, positive)
+    scores = label_scores(per_token, *flat, labels, positive) if per_token else {}
+    per_entity = [m for m in metrics if m in ENTITY_SCORES]
+    if per_entity:
+        named = [[[labels[t] for t in sentence] for sentence in side] for side in (predicted, gold)]
+        scores |= entity_scores(per_entity, *named)
+    return {name: scores[name] for name in metrics}
 
 
 def answer_scores(
-    metrics: Sequence[str], predicted: list, gold: list, n_labels: int, positive: int | None
+    metrics: Sequence[str], predicted: list, gold: list, labels: Sequence[str], positive: int | None
 ) -> dict[str, float]:
     scores = squad_scores(predicted, gold)
     return {name: scores[name] for name in metrics}
@@ -191,8 +198,8 @@ class HeadSpec:
 @dataclass(frozen=True)
 class TaskSpec:
     heads: dict[Family, HeadSpec]  # the families that can learn this kind, and how
-    # (metrics, predicted, gold, number of labels, index of the positive label) -> scores
-    score: Callable[[Sequence[str], list, list, int, int | None], dict[str, float]]
+    # (metrics, predicted, gold, label names, index of the positive label) -> scores
+    score: Callable[[Sequence[str], list, list, Sequence[str], int | None], dict[str, float]]
     baselines: Callable[[list[Record], list[Record], list[str], int], dict[str, tuple[list, list]]]
 
 
@@ -252,4 +259,4 @@ def score(task: TaskConfig, predicted: list, gold: list) -> dict[str, float]:
     """The task's metrics over a whole split's predictions."""
     labels = list(task.labels or ())
     positive = labels.index(task.positive_label) if task.positive_label is not None else None
-    return TASKS[task.kind].score(metric_names(task), predicted, gold, len(labels), positive)
+    return TASKS[task.kind].score(metric_names(task), predicted, gold, labels, positive)

