@@ -25,7 +25,7 @@ from lmforge.stage import Plan, StageResult
 from lmforge.stats import Difference, paired
 from lmforge.structured import Group
 
-TASK_ORDER = ("sentiment", "topic", "pos", "paraphrase", "qa")
+TASK_ORDER = ("sentiment", "topic", "pos", "ner", "paraphrase", "qa")
 
 
 @dataclass(frozen=True)
