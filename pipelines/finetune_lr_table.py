@@ -15,12 +15,9 @@ import json
 import sys
 from pathlib import Path
 
+from lmforge.finetune.curves import overrides  # a sweep folder's name -> the overrides it ran with
+
 ROOT = Path("sweeps/finetune_lr")
-
-
-def overrides(name: str) -> dict[str, str]:
-    """`finetune.lr=0.001,row=encoder-sentiment` -> {"finetune.lr": "0.001", "row": "encoder-sentiment"}."""
-    return dict(item.split("=", 1) for item in name.split(",") if "=" in item)
 
 
 def runs(root: Path) -> dict[str, list[dict]]:
@@ -72,7 +69,10 @@ def main() -> None:
     args = parser.parse_args()
     groups = runs(args.root)
     if not groups:
-        print(f"{args.root}: no finished runs with a finetune.lr override; expected the grid's folders", file=sys.stderr)
+        print(
+            f"{args.root}: no finished runs with a finetune.lr override; expected the grid's folders",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     print(table(groups))
 

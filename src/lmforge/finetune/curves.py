@@ -42,7 +42,9 @@ curves_config = Group(CurvesConfig, "curves")
 
 
 def overrides(name: str) -> dict[str, str]:
-    """`finetune.train_examples=100,row=encoder-pos` -> {"finetune.train_examples": "100", "row": "encoder-pos"}."""
+    """A sweep folder's name (Hydra's override_dirname, `kv_sep: "="`, `item_sep: ","`) as the overrides
+    it ran with: `finetune.train_examples=100,row=encoder-pos` -> {"finetune.train_examples": "100",
+    "row": "encoder-pos"}. The learning-rate grid's table reads its folders the same way."""
     return dict(item.split("=", 1) for item in name.split(",") if "=" in item)
 
 
