@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lmforge.stats import NOT_DISTINGUISHABLE, ONE_SEED, interval, paired
+from lmforge.stats import NOT_DISTINGUISHABLE, ONE_SEED, Difference, interval, paired, within
 
 
 def test_paired_difference_and_t_interval_equal_hand_computation():
@@ -45,3 +45,27 @@ def test_interval_level_and_errors():
         paired({0: 1.0}, {1: 1.0})
     with pytest.raises(ValueError):
         interval([])
+
+
+@pytest.mark.parametrize(
+    "low, high, verdict",
+    [
+        (-0.02, 0.01, "within 3 points: shown"),  # the whole interval above -0.03
+        (-0.03, 0.01, "within 3 points: shown"),  # the end on the margin counts as within
+        (-0.049, 0.034, "within 3 points: not identified (the interval crosses -3 points)"),
+        (-0.20, -0.05, "more than 3 points below: refuted"),
+        (None, None, ONE_SEED),
+    ],
+)
+def test_within_a_margin_is_judged_by_the_interval_against_minus_the_margin(low, high, verdict):
+    d = Difference(mean=0.0 if low is None else (low + high) / 2, low=low, high=high, n=3, verdict="")
+    assert within(d, 0.03, "3 points") == verdict
+
+
+def test_within_from_paired_scores_and_a_bad_margin():
+    # differences +0.01, -0.023, -0.009: mean -0.00733, sd 0.016563, half 4.302653 * sd / sqrt(3) = 0.041145
+    d = paired({0: 0.79, 1: 0.796, 2: 0.792}, {0: 0.78, 1: 0.819, 2: 0.801})
+    assert d.low == pytest.approx(-0.007333 - 0.041145, abs=1e-5)
+    assert within(d, 0.03).startswith("within 0.03: not identified") and within(d, 0.05) == "within 0.05: shown"
+    with pytest.raises(ValueError, match="margin: got 0"):
+        within(d, 0.0)

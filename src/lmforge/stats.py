@@ -6,7 +6,9 @@ a_i - b_i, mean d and its two-sided `level` interval mean(d) ± t_{n-1} · sd(d)
 verdict follows from the interval alone: "a higher" or "b higher" when it excludes zero, "not
 distinguishable" when it covers zero, and "one seed: no interval" when only one seed is shared (a
 single difference has no spread to judge it by). A ratio (a distillation's retention, a/b) gets the
-same treatment on the per-seed ratios.
+same treatment on the per-seed ratios. A claim that a is at most `margin` below b ("LoRA is within
+3 points of full fine-tuning", a non-inferiority claim) is judged by the same interval against
+-margin instead of zero (`within`).
 """
 
 from __future__ import annotations
@@ -76,3 +78,19 @@ def paired(
     else:
         verdict = NOT_DISTINGUISHABLE
     return Difference(mean, low, high, len(seeds), verdict)
+
+
+def within(d: Difference, margin: float, shown_as: str | None = None) -> str:
+    """The verdict on "a is at most `margin` below b" from the interval of a - b: shown when the whole
+    interval lies above -margin, refuted when it lies below, "not identified" when it crosses it.
+    `shown_as` names the margin in the verdict (e.g. "3 points" for a margin of 0.03)."""
+    if margin <= 0:
+        raise ValueError(f"margin: got {margin}, expected a positive number")
+    name = shown_as or f"{margin:g}"
+    if d.low is None or d.high is None:
+        return ONE_SEED
+    if d.low >= -margin:
+        return f"within {name}: shown"
+    if d.high < -margin:
+        return f"more than {name} below: refuted"
+    return f"within {name}: not identified (the interval crosses -{name})"

@@ -107,9 +107,9 @@ def downstream(cfg: DistillSummaryConfig, family: str) -> dict[str, dict[str, An
         }
         metric = read_json(folders["student"] / "run.json", "fine-tuning row")["metrics"][0]
         scores[task] = {"metric": metric}
-        prefix = cfg.scratch_rows.get(family)
-        scratch = Path(cfg.teacher_rows) / f"{prefix}-{task}"
-        if prefix is not None and (scratch / "run.json").is_file():
+        scratch_prefix = cfg.scratch_rows.get(family)
+        scratch = Path(cfg.teacher_rows) / f"{scratch_prefix}-{task}"
+        if scratch_prefix is not None and (scratch / "run.json").is_file():
             folders["scratch"] = scratch
         for role, folder in folders.items():
             run = read_json(folder / "run.json", "fine-tuning row")

@@ -1,6 +1,7 @@
 """The `finetune_summary` stage: every fine-tuned row side by side.
 
-Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row) and
+Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row), and
+from each folder of `reference_dirs` (another stage's rows) the rows a comparison names, and
 writes {out_dir}/summary.json ({"rows": row -> numbers, "comparisons": "<a>-vs-<b>" -> difference},
 for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
 - a line per row, keyed by the row's name (so a variant never reads as a duplicate of a default row):
@@ -9,7 +10,8 @@ for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
   length (and whether head or head and tail were kept), trainable parameters, training time and latency;
 - a line per comparison of `summary.comparisons` (the claims the rows exist to test: pretrained vs
   scratch, LoRA vs full, ours vs MiniLM): the difference of the task's first metric, paired by seed,
-  with its 95% interval and the verdict that follows from it (`lmforge.stats.paired`).
+  with its 95% interval and the verdict that follows from it (`lmforge.stats.paired`); a claim with a
+  `margin` ("within 3 points") is judged against -margin instead (`lmforge.stats.within`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
-from lmforge.stats import Difference, paired
+from lmforge.stats import Difference, paired, within
 from lmforge.structured import Group
 
 TASK_ORDER = ("sentiment", "topic", "pos", "ner", "paraphrase", "qa")
@@ -33,11 +35,24 @@ class Comparison:
     a: str  # a row's name (its folder under rows_dir)
     b: str  # the row it is compared with, on the same task
     claim: str = ""  # what the difference tests, e.g. "pretraining helps"
+    # a non-inferiority claim ("a is at most `margin` points below b": LoRA against full fine-tuning),
+    # judged by the interval against -margin (lmforge.stats.within); None: a difference claim
+    margin: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.margin is not None and not self.margin > 0:
+            raise ConfigError(
+                f"summary.comparisons: margin of {self.a} vs {self.b}: got {self.margin}, expected a "
+                "positive number of points"
+            )
 
 
 @dataclass(frozen=True)
 class SummaryConfig:
     rows_dir: str = "reports/finetune/rows"
+    # other stages' row folders: a comparison may name their rows (MiniLM's rows, in the experiments
+    # pipeline, against our encoder's default rows); those it names are tabled too
+    reference_dirs: list[str] = field(default_factory=list)
     out_dir: str = "reports/finetune"
     comparisons: list[Comparison] = field(default_factory=list)
     level: float = 0.95  # of each difference's two-sided Student-t interval
@@ -62,6 +77,17 @@ def read_rows(rows_dir: Path) -> dict[str, dict[str, Any]]:
     if not rows:
         raise DataError(f"{rows_dir} holds no finetune rows; expected run.json + metrics.json folders")
     return rows
+
+
+def referenced(summary: SummaryConfig, rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows of `summary.reference_dirs` that a comparison names and `rows` lacks, first folder first."""
+    wanted = {name for c in summary.comparisons for name in (c.a, c.b)} - set(rows)
+    found: dict[str, dict[str, Any]] = {}
+    for folder in summary.reference_dirs:
+        for name, row in read_rows(Path(folder)).items():
+            if name in wanted and name not in found:
+                found[name] = row
+    return found
 
 
 def _order(item: tuple[str, dict]) -> tuple:
@@ -133,7 +159,7 @@ def compare(
     for name in (c.a, c.b):
         if name not in rows:
             raise DataError(
-                f"summary.comparisons: row {name!r} is not under the rows folder; expected one of {sorted(rows)}"
+                f"summary.comparisons: row {name!r} is not under the rows folder nor named in summary.reference_dirs; expected one of {sorted(rows)}"
             )
     run_a, run_b = rows[c.a]["run"], rows[c.b]["run"]
     if run_a["task"] != run_b["task"]:
@@ -154,6 +180,13 @@ def _points(value: float | None) -> str:
     return "" if value is None else f"{100 * value:+.1f}"
 
 
+def verdict(c: Comparison, d: Difference) -> str:
+    """The difference's verdict, and for a claim with a margin the verdict on the claim itself."""
+    if c.margin is None or d.low is None:
+        return d.verdict
+    return f"{d.verdict}; {within(d, c.margin / 100, f'{c.margin:g} points')}"
+
+
 def render_comparisons(
     compared: list[tuple[Comparison, tuple[str, Difference, float, float]]], level: float
 ) -> str:
@@ -166,7 +199,7 @@ def render_comparisons(
         span = "" if d.low is None else f"[{_points(d.low)}, {_points(d.high)}]"
         lines.append(
             f"| {c.claim} | {c.a} | {c.b} | {metric} | {_pct(a)} | {_pct(b)} | {_points(d.mean)} "
-            f"| {span} | {d.n} | {d.verdict} |"
+            f"| {span} | {d.n} | {verdict(c, d)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -174,6 +207,7 @@ def render_comparisons(
 def run(plan: Plan) -> StageResult:
     summary = plan.summary
     rows = read_rows(Path(summary.rows_dir))
+    rows.update(referenced(summary, rows))
     numbers: dict[str, dict[str, Any]] = {name: row["metrics"] for name, row in rows.items()}
     differences: dict[str, dict[str, Any]] = {}
     text = render(rows)
@@ -182,12 +216,15 @@ def run(plan: Plan) -> StageResult:
         text += (
             f"\nCompared rows: the difference of the task's first metric, paired by seed, with its "
             f'{100 * summary.level:.0f}% Student-t interval; "not distinguishable" when the interval '
-            "covers zero.\n\n" + render_comparisons(compared, summary.level)
+            "covers zero. A claim that a is within a margin of b is shown when the whole interval lies "
+            "above minus the margin, refuted when it lies below, and not identified when it crosses it."
+            "\n\n" + render_comparisons(compared, summary.level)
         )
         for c, (_, d, _, _) in compared:
             differences[f"{c.a}-vs-{c.b}"] = {
                 "difference": d.mean,
                 **({"low": d.low, "high": d.high} if d.low is not None else {}),
+                **({"margin": c.margin / 100} if c.margin is not None else {}),
                 "seeds": d.n,
             }
     out = Path(summary.out_dir)
