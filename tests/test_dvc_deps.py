@@ -240,14 +240,28 @@ def source_files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
 
 
-def check(deps: list[str], need: frozenset[Path]) -> list[str]:
+def swept(commands: list[list[str]]) -> set[str]:
+    """The config-group folders whose listing decides which jobs a stage runs: each group its command
+    sweeps with `glob(...)` (a new option joins the sweep), and each group those options override (a
+    new row brings its task)."""
+    folders = set()
+    for words in commands:
+        for group in (m.group(1) for w in words if (m := re.fullmatch(r"([\w/]+)=glob\(.*\)", w))):
+            folders.add(f"conf/{group}")
+            for option in (CONF / group).glob("*.yaml"):
+                folders |= {f"conf/{g}" for g in re.findall(r"override /(\w+):", option.read_text())}
+    return folders
+
+
+def check(deps: list[str], need: frozenset[Path], whole: set[str] = frozenset()) -> list[str]:
     """What is wrong with a stage's `deps` given the files `need` it reads. A folder dep stands for
     its files only where the stage reads at least half of them: coarser, an edit the stage never sees
-    would rerun it (`src/lmforge` would cover every stage's code and so prove nothing)."""
+    would rerun it (`src/lmforge` would cover every stage's code and so prove nothing). The folders
+    in `whole` are exempt: the stage sweeps their listing, so any file there may join its jobs."""
     missing = sorted(rel(p) for p in need if not any(covers(ROOT / d, p) for d in deps))
     absent = sorted(d for d in deps if is_code(d) and not (ROOT / d).exists())
     unread = sorted(d for d in deps if is_code(d) and not any(covers(ROOT / d, p) for p in need))
-    folders = [d for d in deps if is_code(d) and (ROOT / d).is_dir() and d not in unread]
+    folders = [d for d in deps if is_code(d) and (ROOT / d).is_dir() and d not in unread and d not in whole]
     coarse = []
     for d in folders:
         files = source_files(ROOT / d)
@@ -264,7 +278,8 @@ def check(deps: list[str], need: frozenset[Path]) -> list[str]:
 
 
 def problems(experiment: str, name: str) -> list[str]:
-    return check(stages(experiment)[name].deps, required(experiment, name))
+    stage = stages(experiment)[name]
+    return check(stage.deps, required(experiment, name), swept(stage.commands))
 
 
 @pytest.mark.parametrize(
@@ -310,7 +325,11 @@ def test_the_helpers_find_what_they_must():
     experiment = current_experiment()
     pretrain = {rel(p) for p in required(experiment, "pretrain@encoder")}
     assert {"conf/config.yaml", f"conf/experiment/{experiment}.yaml", "conf/model/base.yaml"} <= pretrain
-    assert {"conf/model/bert_tiny_rope.yaml", "conf/trainer/cpu.yaml", "conf/trainer/cpu_encoder.yaml"} <= pretrain
+    assert {
+        "conf/model/bert_tiny_rope.yaml",
+        "conf/trainer/cpu.yaml",
+        "conf/trainer/cpu_encoder.yaml",
+    } <= pretrain
     assert not {"conf/eval/default.yaml", "conf/logger/mlflow.yaml", "conf/data/brown.yaml"} & pretrain
     assert "conf/data/brown.yaml" in {rel(p) for p in required(experiment, "prepare")}
     assert set(stages(experiment)) >= {"prepare", "tokenizer@bpe", "encode@bpe", "evaluate@encoder_decoder"}

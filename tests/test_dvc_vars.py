@@ -76,7 +76,7 @@ def test_a_new_task_and_its_row_enter_the_pipeline(tmp_path):
 
     status = json.loads(run(["dvc", "status", "--json", "finetune", "--with-deps"], repo))
     assert "task@tiny" in status and "finetune" in status  # a fresh copy has no outputs: all must run
-    # task@tiny, finetune, finetune_summary, distill_finetune (not the experiments' finetune_extra)
-    four = "default and (tiny or finetune) and not finetune_extra"
+    # task@tiny, finetune, finetune_summary, distill_finetune (not the experiments' finetune stages)
+    four = "default and (tiny or finetune) and not experiments"
     deps = run(["pytest", "-q", "-p", "no:cacheprovider", "tests/test_dvc_deps.py", "-k", four], repo)
     assert "4 passed" in deps, deps

@@ -209,7 +209,8 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
         mean = sum(per_seed) / len(per_seed)
         (folder / "metrics.json").write_text(json.dumps({"test_accuracy": mean, "test_macro_f1": 0.1}))
     settings = summary.DistillSummaryConfig(
-        families={"fam": "wordpiece"},
+        families=["fam"],
+        tokenizers={"fam": "wordpiece"},
         teacher_dir=str(tmp_path / "pretrain"),
         teacher_rows=str(tmp_path / "finetune"),
         student_rows=str(tmp_path / "rows"),
@@ -260,3 +261,18 @@ def test_ddp_on_two_cpu_processes_distils_and_logs_once(teacher, workspace):
     runs = mlflow_runs(uri)
     assert len(runs) == 1  # rank zero only
     assert runs.iloc[0]["params.trainer.strategy"] == "ddp" and runs.iloc[0]["metrics.val/loss"] > 0
+
+
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        ({"families": []}, r"distill_summary.families: got none, expected one family or more"),
+        (
+            {"families": ["encoder", "t5"]},
+            r"distill_summary.families: 't5' has no tokenizer, expected one of \['decoder', 'encoder'\]",
+        ),
+    ],
+)
+def test_the_summary_refuses_a_family_it_cannot_measure(values, needle):
+    with pytest.raises(ConfigError, match=needle):
+        summary.DistillSummaryConfig(**values)

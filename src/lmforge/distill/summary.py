@@ -44,7 +44,10 @@ ROLES = ("teacher", "student", "control")
 
 @dataclass(frozen=True)
 class DistillSummaryConfig:
-    families: dict[str, str] = field(default_factory=lambda: {"encoder": "wordpiece", "decoder": "bpe"})
+    # the families whose students this summary measures (a list: a preset replaces it whole), and the
+    # tokenizer each family's checkpoints and encoded test split use
+    families: list[str] = field(default_factory=lambda: ["encoder"])
+    tokenizers: dict[str, str] = field(default_factory=lambda: {"encoder": "wordpiece", "decoder": "bpe"})
     teacher_dir: str = "artifacts/pretrain"
     student_dir: str = "artifacts/distill"
     tokenizer_dir: str = "artifacts/tokenizers"
@@ -61,7 +64,13 @@ class DistillSummaryConfig:
 
     def __post_init__(self) -> None:
         if not self.families:
-            raise ConfigError("distill_summary.families: got none, expected family -> tokenizer entries")
+            raise ConfigError("distill_summary.families: got none, expected one family or more (encoder, decoder)")
+        unknown = [family for family in self.families if family not in self.tokenizers]
+        if unknown:
+            raise ConfigError(
+                f"distill_summary.families: {unknown[0]!r} has no tokenizer, expected one of "
+                f"{sorted(self.tokenizers)} (distill_summary.tokenizers)"
+            )
         if not self.latency_batches or min(self.latency_batches) < 1:
             raise ConfigError(
                 f"distill_summary.latency_batches: got {self.latency_batches}, expected batch sizes >= 1"
@@ -133,7 +142,7 @@ def latency_ms(models: dict[str, torch.nn.Module], batch: int, seq_len: int, voc
 
 
 def measure(cfg: DistillSummaryConfig, family: str, train: Any, seed: int) -> dict[str, dict[str, Any]]:
-    tokenizer_name = cfg.families[family]
+    tokenizer_name = cfg.tokenizers[family]
     modules = {role: load_module(path) for role, path in checkpoints(cfg, family).items()}
     tokenizer = load_tokenizer(tokenizer_path(cfg.tokenizer_dir, tokenizer_name))
     teacher = modules["teacher"]
