@@ -10,6 +10,10 @@ from pathlib import Path
 import lightning as L
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import create_config_search_path
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
@@ -227,3 +231,16 @@ def mlflow_runs(uri: str):
 
     mlflow.set_tracking_uri(uri)
     return mlflow.search_runs(experiment_names=["lmforge"])
+
+
+def sweep_jobs(overrides: list[str]) -> list[list[str]]:
+    """The overrides of each job a command runs: one job, or under `--multirun` every job of Hydra's
+    basic sweeper (`row=a,b`, `row=glob(*)` over the group's options under conf/)."""
+    if "--multirun" not in overrides and "-m" not in overrides:
+        return [overrides]
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf)))
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
+        [o for o in overrides if o not in ("--multirun", "-m")]
+    )
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]

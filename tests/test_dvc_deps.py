@@ -39,12 +39,12 @@ import pytest
 import yaml
 from dvc.repo import Repo
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import create_config_search_path
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 from repo_copy import copy_repository
+
+from helpers import sweep_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -204,18 +204,6 @@ def composed_files(overrides: list[str], reads: frozenset[str], primary: str = "
     }
 
 
-def jobs(overrides: list[str]) -> list[list[str]]:
-    """The overrides of each job a command runs: one job, or under `--multirun` every job of Hydra's
-    basic sweeper (`row=a,b`, `row=glob(*)` over the group's options)."""
-    if "--multirun" not in overrides and "-m" not in overrides:
-        return [overrides]
-    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
-        [o for o in overrides if o not in ("--multirun", "-m")]
-    )
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
 @cache
 def required(experiment: str, name: str) -> frozenset[Path]:
     """The code and config files stage `name` reads: its entry point, its import closure under src/
@@ -227,7 +215,9 @@ def required(experiment: str, name: str) -> frozenset[Path]:
         )  # python pipelines/<x>.py key=value ...
         script = ROOT / words[at]
         reads, primary = stage_reads(script), config_name(script)
-        configs = {path for job in jobs(words[at + 1 :]) for path in composed_files(job, reads, primary)}
+        configs = {
+            path for job in sweep_jobs(words[at + 1 :]) for path in composed_files(job, reads, primary)
+        }
         found |= {script} | import_closure(script) | configs
     return frozenset(found)
 

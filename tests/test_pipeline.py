@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from repo_copy import copy_repository
+
+from helpers import sweep_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ["encoder", "decoder", "encoder_decoder"]
@@ -32,8 +33,8 @@ VARS = {
 def stage_options(stage: str, group: str) -> list[str]:
     """The options of `group` that the `--multirun` sweep of a stage's command runs (`glob(*,exclude=...)`)."""
     words = shlex.split(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["cmd"])
-    sweep = OverridesParser.create().parse_override(next(w for w in words if w.startswith(f"{group}=")))
-    return sweep.value().filter(sorted(path.stem for path in (ROOT / "conf" / group).glob("*.yaml")))
+    sweep = next(w for w in words if w.startswith(f"{group}="))
+    return [option.split("=", 1)[1] for [option] in sweep_jobs(["--multirun", sweep])]
 
 
 ROWS = {

@@ -66,6 +66,8 @@ def test_within_from_paired_scores_and_a_bad_margin():
     # differences +0.01, -0.023, -0.009: mean -0.00733, sd 0.016563, half 4.302653 * sd / sqrt(3) = 0.041145
     d = paired({0: 0.79, 1: 0.796, 2: 0.792}, {0: 0.78, 1: 0.819, 2: 0.801})
     assert d.low == pytest.approx(-0.007333 - 0.041145, abs=1e-5)
-    assert within(d, 0.03).startswith("within 0.03: not identified") and within(d, 0.05) == "within 0.05: shown"
+    assert (
+        within(d, 0.03).startswith("within 0.03: not identified") and within(d, 0.05) == "within 0.05: shown"
+    )
     with pytest.raises(ValueError, match="margin: got 0"):
         within(d, 0.0)

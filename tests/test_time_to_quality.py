@@ -46,11 +46,16 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
     (run / "val_loss.csv").write_text("step,val_loss,val_accuracy\n100,7.5,0.05\n200,6.25,0.125\n")
     out = subprocess.run(
         [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "| `optim.lr=0.002` | 7.500 | 6.250 | 12.5% | 0.50 |" in out
     empty = subprocess.run(
         [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path / "none")],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1

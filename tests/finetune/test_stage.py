@@ -219,29 +219,45 @@ def test_summary_reads_the_rows_a_comparison_names_from_reference_folders(worksp
     reference rows join the table, and the difference is the one of the two rows' seeds."""
     finetune("finetune.max_steps=8", "finetune.seeds=[0,1]")
     finetune("finetune.max_steps=8", "run_name=toy-other")
-    elsewhere = [f"finetune.{k}=other/{v}" for k, v in
-                 (("reports_dir", "rows/toy-frozen"), ("out_dir", "art"), ("curve", "curve.csv"))]
-    finetune("finetune.max_steps=8", "finetune.seeds=[0,1]", "adapt=frozen", "run_name=toy-frozen", *elsewhere)
-    entry_stage("finetune_summary")(stage_config(
-        "summary.rows_dir=other/rows", "summary.out_dir=other", "summary.reference_dirs=[reports/finetune/rows]",
-        "summary.comparisons=[{a:toy-frozen,b:toy,claim:freezing is enough,margin:50}]",
-    ))
+    elsewhere = [
+        f"finetune.{k}=other/{v}"
+        for k, v in (("reports_dir", "rows/toy-frozen"), ("out_dir", "art"), ("curve", "curve.csv"))
+    ]
+    finetune(
+        "finetune.max_steps=8", "finetune.seeds=[0,1]", "adapt=frozen", "run_name=toy-frozen", *elsewhere
+    )
+    entry_stage("finetune_summary")(
+        stage_config(
+            "summary.rows_dir=other/rows",
+            "summary.out_dir=other",
+            "summary.reference_dirs=[reports/finetune/rows]",
+            "summary.comparisons=[{a:toy-frozen,b:toy,claim:freezing is enough,margin:50}]",
+        )
+    )
     table = (workspace / "other/summary.md").read_text()
     assert {line.split(" | ")[0] for line in table.splitlines() if line.startswith("| toy")} == {
-        "| toy", "| toy-frozen"}  # toy-other is not named by a comparison
-    runs = [json.loads((workspace / f"{d}/{r}/run.json").read_text())
-            for d, r in (("other/rows", "toy-frozen"), ("reports/finetune/rows", "toy"))]
+        "| toy",
+        "| toy-frozen",
+    }  # toy-other is not named by a comparison
+    runs = [
+        json.loads((workspace / f"{d}/{r}/run.json").read_text())
+        for d, r in (("other/rows", "toy-frozen"), ("reports/finetune/rows", "toy"))
+    ]
     a, b = (r["test_per_seed"]["accuracy"] for r in runs)
     numbers = json.loads((workspace / "other/summary.json").read_text())
     assert numbers["comparisons"]["toy-frozen-vs-toy"]["difference"] == pytest.approx(
-        paired(dict(enumerate(a)), dict(enumerate(b))).mean)
+        paired(dict(enumerate(a)), dict(enumerate(b))).mean
+    )
     assert set(numbers["rows"]) == {"toy", "toy-frozen"}
     assert numbers["comparisons"]["toy-frozen-vs-toy"]["margin"] == 0.5
     claim = next(line for line in table.splitlines() if line.startswith("| freezing is enough"))
     assert "; within 50 points: " in claim  # the difference's verdict, then the claim's
     with pytest.raises(ConfigError, match="margin of toy-frozen vs toy: got -1"):
-        entry_stage("finetune_summary")(stage_config(
-            "summary.comparisons=[{a:toy-frozen,b:toy,margin:-1}]", "summary.rows_dir=other/rows"))
+        entry_stage("finetune_summary")(
+            stage_config(
+                "summary.comparisons=[{a:toy-frozen,b:toy,margin:-1}]", "summary.rows_dir=other/rows"
+            )
+        )
 
 
 def test_summary_refuses_a_comparison_across_tasks_or_of_a_missing_row(workspace):

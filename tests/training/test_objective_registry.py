@@ -79,7 +79,9 @@ def test_evaluation_masks_at_the_fixed_rate_whatever_rate_training_uses(in_works
 
     def batches(rate: float, split: str, shuffle: bool) -> list[dict]:
         objective = ObjectiveConfig(name="roberta", kind=ObjectiveKind.mlm, mlm_probability=rate)
-        data = PretrainDataModule("data/encoded/wordpiece", objective, train, specials, tokenizer.get_vocab_size())
+        data = PretrainDataModule(
+            "data/encoded/wordpiece", objective, train, specials, tokenizer.get_vocab_size()
+        )
         return list(data.loader(split, shuffle=shuffle))
 
     def selected_share(found: list[dict]) -> float:

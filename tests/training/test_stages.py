@@ -84,7 +84,10 @@ def test_compiled_model_trains_and_its_checkpoint_loads_plain(in_workspace):
         ("model.n_heads=3", "model.d_model: got 128, expected a multiple of n_heads=3"),
         ("train.batch_size=0", "train.batch_size: got 0, expected an integer >= 1"),
         ("objective.mlm_probability=2.0", "objective.mlm_probability: got 2.0, expected a value in (0, 1)"),
-        ("objective.eval_mlm_probability=0", "objective.eval_mlm_probability: got 0.0, expected a value in (0, 1)"),
+        (
+            "objective.eval_mlm_probability=0",
+            "objective.eval_mlm_probability: got 0.0, expected a value in (0, 1)",
+        ),
         ("train.keep_at=[0.5,2]", "train.keep_at: got [0.5, 2.0], expected shares of max_steps in (0, 1]"),
         ("train.seq_len=4096", "train.seq_len: got 4096, expected <= model.max_seq_len=128"),
     ],
