@@ -18,8 +18,17 @@ import time
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is imported
 
-from benchmarks import data_pipeline, generation, lightning_overhead, time_to_quality, tokenizers_bench, train_step
+from benchmarks import (
+    allocator,
+    data_pipeline,
+    generation,
+    lightning_overhead,
+    time_to_quality,
+    tokenizers_bench,
+    train_step,
+)
 from benchmarks.common import Row, machine, matmul_peak, write_report
+from lmforge.allocator import keep_freed_memory
 
 GROUPS = {
     "train_step": lambda quick, peak, compiled: train_step.run(quick, peak=peak, compiled=compiled),
@@ -28,6 +37,7 @@ GROUPS = {
     "lightning": lambda quick, peak, compiled: lightning_overhead.run(quick),
     "data": lambda quick, peak, compiled: data_pipeline.run(quick),
     "time_to_quality": lambda quick, peak, compiled: time_to_quality.run(quick),
+    "allocator": lambda quick, peak, compiled: allocator.run(quick),
 }
 
 
@@ -53,6 +63,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds; reports are not written")
     parser.add_argument("--compile", action="store_true", help="train_step: also ours under torch.compile")
     args = parser.parse_args()
+    keep_freed_memory()  # as every stage runs (lmforge.tracking.cli); the allocator group measures it
     info = machine()
     peak = matmul_peak()
     print(

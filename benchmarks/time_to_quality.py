@@ -39,12 +39,16 @@ TARGET = 3.0
 FAMILIES = ("encoder", "decoder")
 
 
+def pipeline_var(dvc_yaml: Path, name: str) -> Any:
+    """A `vars:` entry of a dvc.yaml, e.g. the default pipeline's `families` (presets per family)."""
+    entries = yaml.safe_load(dvc_yaml.read_text())["vars"]
+    return next(v[name] for v in entries if isinstance(v, dict) and name in v)
+
+
 def recipes() -> dict[str, dict[str, dict[str, str]]]:
     """{family: {"default": overrides, "v1": overrides}} as the two dvc.yaml files run them."""
-    default = yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
-    experiments = yaml.safe_load((ROOT / "pipelines/experiments/dvc.yaml").read_text())["vars"]
-    new = next(v["families"] for v in default if isinstance(v, dict) and "families" in v)
-    old = next(v["recipe_v1"] for v in experiments if isinstance(v, dict) and "recipe_v1" in v)
+    new = pipeline_var(ROOT / "dvc.yaml", "families")
+    old = pipeline_var(ROOT / "pipelines/experiments/dvc.yaml", "recipe_v1")
     return {family: {"default": new[family], "v1": old[family]} for family in FAMILIES}
 
 
@@ -78,7 +82,7 @@ def steps_to(points: list[tuple[int, float]], target: float) -> float | None:
     return None
 
 
-def training_step(plan: Plan) -> Callable[[], None]:
+def training_step(plan: Plan) -> Callable[[], torch.Tensor]:
     """One optimizer step of the recipe as the pretrain stage runs it: next batch of the training
     loader (collation and masking included), forward, backward, clipping, AdamW and the schedule."""
     job = prepare_run(plan)
@@ -92,7 +96,7 @@ def training_step(plan: Plan) -> Callable[[], None]:
     clip = job.trainer.gradient_clip_val
     batches = iter(data.loader("train", shuffle=True))
 
-    def step() -> None:
+    def step() -> torch.Tensor:
         nonlocal batches
         try:
             batch = next(batches)
@@ -106,6 +110,7 @@ def training_step(plan: Plan) -> Callable[[], None]:
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
 
     return step
 

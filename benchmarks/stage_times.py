@@ -1,0 +1,140 @@
+"""Seconds per DVC stage of one pipeline run: run the command, time-stamp each stage's start.
+
+    python3 -m benchmarks.stage_times -- make repro     # the default run (a fresh clone: install included)
+    python3 -m benchmarks.stage_times --from LOG        # the table again, from the log such a run wrote
+
+It echoes the command's output and keeps every line with its time in a log
+(`.lmforge/logs/stage_times.log`). A stage runs from its "Running stage 'NAME'" line to the next
+stage's, or to the command's end for the last one; a stage DVC skips ("didn't change") is listed with
+no time. What comes before the first stage (for `make repro`: the install and `dvc_vars.py`) is
+`before the first stage`. The result goes to reports/bench/stage_times.json (the seconds of each
+stage, the total, the command, its exit status, the commit and the CPU), which the docs' stage times
+come from. Only the standard library: it runs before `make repro` has built the virtual environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LOG = Path(".lmforge/logs/stage_times.log")
+REPORT = Path("reports/bench/stage_times.json")
+RUNNING = re.compile(r"Running stage '([^']+)'")
+SKIPPED = re.compile(r"Stage '([^']+)' didn't change, skipping")
+MARK = "#stage_times"  # log lines this tool writes itself: "#stage_times start|end <time> [exit]"
+
+
+def record(command: list[str], log: Path) -> None:
+    """Run `command`, echo its output, and write each line to `log` after its arrival time."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        out.write(f"{MARK} start {time.time():.3f} {json.dumps(command)}\n")
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            out.write(f"{time.time():.3f} {line}")
+            out.flush()
+        out.write(f"{MARK} end {time.time():.3f} {process.wait()}\n")
+
+
+def table(log: Path) -> dict:
+    """{stages: [{stage, seconds | None}], before_first_stage, total_seconds, command, exit_code}."""
+    start = end = None
+    command, exit_code = None, None
+    events: list[tuple[float, str, bool]] = []  # (time, stage, ran)
+    for line in log.read_text().splitlines():
+        if line.startswith(MARK):
+            _, what, stamp, *rest = line.split(" ", 3)
+            if what == "start":
+                start, command = float(stamp), json.loads(rest[0])
+            else:
+                end, exit_code = float(stamp), int(rest[0])
+            continue
+        stamp, _, text = line.partition(" ")
+        if found := RUNNING.search(text):
+            events.append((float(stamp), found.group(1), True))
+        elif found := SKIPPED.search(text):
+            events.append((float(stamp), found.group(1), False))
+    if start is None or end is None:
+        raise SystemExit(f"error: {log}: no start and end lines of {MARK}; expected a log this tool wrote")
+    ran = [(t, name) for t, name, did in events if did]
+    stops = [t for t, _ in ran[1:]] + [end]
+    seconds = {name: round(stop - t, 1) for (t, name), stop in zip(ran, stops)}
+    stages = [{"stage": name, "seconds": seconds.get(name) if did else None} for _, name, did in events]
+    first = ran[0][0] if ran else end
+    return {
+        "stages": stages,
+        "before_first_stage": round(first - start, 1),
+        "stages_seconds": round(end - first, 1),
+        "total_seconds": round(end - start, 1),
+        "command": command,
+        "exit_code": exit_code,
+    }
+
+
+def commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def cpu() -> str:
+    info = Path("/proc/cpuinfo")
+    if info.exists():
+        for line in info.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def write(result: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="source", type=Path, help="a log this tool wrote; nothing is run")
+    parser.add_argument("--log", type=Path, default=LOG, help=f"where the run's log goes (default {LOG})")
+    parser.add_argument("command", nargs="*", help="the command to time, after --")
+    args = parser.parse_args()
+    if bool(args.source) == bool(args.command):
+        parser.error("give a command after -- or --from LOG, one of the two")
+    if args.command:
+        record(args.command, args.log)
+    result = table(args.source or args.log)
+    result.update(commit=commit(), cpu=cpu(), cores=os.cpu_count())
+    for row in result["stages"]:
+        shown = f"{row['seconds']:8.0f}" if row["seconds"] is not None else "  skipped"
+        print(f"{row['stage']:40s} {shown}")
+    print(f"{'before the first stage':40s} {result['before_first_stage']:8.0f}")
+    print(f"{'stages':40s} {result['stages_seconds']:8.0f}  ({result['stages_seconds'] / 60:.1f} min)")
+    print(
+        f"{'total':40s} {result['total_seconds']:8.0f}  ({result['total_seconds'] / 60:.1f} min), exit {result['exit_code']}"
+    )
+    if args.command:
+        write(result, REPORT)
+    sys.exit(result["exit_code"] if args.command else 0)
+
+
+if __name__ == "__main__":
+    main()
