@@ -29,5 +29,5 @@ test: install  ## every test, the slow end-to-end ones included (what CI runs)
 test-fast: install  ## the unit tests only (about 6 minutes)
 	python -m pytest -q -m "not slow"
 
-bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~6 minutes)
+bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~12 minutes, the allocator group 6 of them)
 	python -m benchmarks

@@ -28,7 +28,6 @@ from benchmarks import (
     train_step,
 )
 from benchmarks.common import Row, machine, matmul_peak, write_report
-from lmforge.allocator import keep_freed_memory
 
 GROUPS = {
     "train_step": lambda quick, peak, compiled: train_step.run(quick, peak=peak, compiled=compiled),
@@ -63,7 +62,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds; reports are not written")
     parser.add_argument("--compile", action="store_true", help="train_step: also ours under torch.compile")
     args = parser.parse_args()
-    keep_freed_memory()  # as every stage runs (lmforge.tracking.cli); the allocator group measures it
     info = machine()
     peak = matmul_peak()
     print(

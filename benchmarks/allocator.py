@@ -1,6 +1,15 @@
-"""Pretraining step time with freed memory kept in the process (lmforge.allocator) and without.
+"""Pretraining step time with freed memory kept in the process and without: tried, not kept.
 
     python -m benchmarks --only allocator      # about 6 minutes: 3 rounds x 2 settings x 3 families
+
+glibc serves a block above its mmap threshold (at most 32 MiB) with a fresh `mmap` and unmaps it when
+PyTorch frees it, so each training step page-faults its largest tensors back in (a decoder's logits
+and their gradient are 4,096 x 8,192 floats, 128 MiB each): about 70,000 faults per step for the
+default decoder. `keep_freed_memory` raises glibc's mmap and trim thresholds with `mallopt` (what
+PyTorch's CPU guides get by preloading jemalloc or tcmalloc), so those blocks stay in the heap.
+The faults go, but the gain is a few percent of a step, and the heap then only grows: a freed block
+that a small allocation has split cannot take the next block of its size, and nothing is returned
+to the system (docs/speed.md). So no stage uses it; this benchmark keeps the measurement.
 
 The setting is process-wide and cannot be undone inside a process, so each sample is its own Python
 process (`python -m benchmarks.allocator FAMILY KEEP STEPS`): it builds the family's default
@@ -12,6 +21,8 @@ both (checked: the allocator only decides where memory comes from).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import resource
 import subprocess
@@ -21,6 +32,19 @@ import time
 from benchmarks.common import Row, median
 
 FAMILIES = ("encoder", "decoder", "encoder_decoder")
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (glibc's malloc.h)
+
+
+def keep_freed_memory(limit: int = 1 << 30) -> bool:
+    """Serve blocks below `limit` bytes from the heap and never trim it; True where glibc took both."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
+    except (OSError, AttributeError, TypeError):  # no C library found, or one without mallopt
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, min(limit, 2**31 - 1))) and bool(
+        mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+    )
 
 
 def sample(family: str, keep: bool, steps: int) -> dict[str, float | list[float]]:
@@ -71,10 +95,8 @@ def run(quick: bool = False) -> list[Row]:
 
 
 def worker(family: str, keep: bool, steps: int) -> None:
-    if keep:
-        from lmforge.allocator import keep_freed_memory
-
-        keep_freed_memory()
+    if keep and not keep_freed_memory():
+        raise SystemExit("allocator: glibc's mallopt is not available here")
     import torch
 
     from benchmarks.time_to_quality import ROOT, pipeline_var, plan_of, training_step

@@ -2,6 +2,7 @@
 
     python3 -m benchmarks.stage_times -- make repro     # the default run (a fresh clone: install included)
     python3 -m benchmarks.stage_times --from LOG        # the table again, from the log such a run wrote
+    python3 -m benchmarks.stage_times --markdown        # reports/bench/stage_times.json as docs/pipeline.md shows it
 
 It echoes the command's output and keeps every line with its time in a log
 (`.lmforge/logs/stage_times.log`). A stage runs from its "Running stage 'NAME'" line to the next
@@ -28,7 +29,9 @@ LOG = Path(".lmforge/logs/stage_times.log")
 REPORT = Path("reports/bench/stage_times.json")
 RUNNING = re.compile(r"Running stage '([^']+)'")
 SKIPPED = re.compile(r"Stage '([^']+)' didn't change, skipping")
-MARK = "#stage_times"  # log lines this tool writes itself: "#stage_times start|end <time> [exit]"
+MARK = (
+    "#stage_times"  # its own log lines: "#stage_times start|host|end <time> <command|host json|exit status>"
+)
 
 
 def record(command: list[str], log: Path) -> None:
@@ -36,6 +39,9 @@ def record(command: list[str], log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         out.write(f"{MARK} start {time.time():.3f} {json.dumps(command)}\n")
+        out.write(
+            f"{MARK} host {time.time():.3f} {json.dumps({'commit': commit(), 'cpu': cpu(), 'cores': os.cpu_count()})}\n"
+        )
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
         )
@@ -48,15 +54,18 @@ def record(command: list[str], log: Path) -> None:
 
 
 def table(log: Path) -> dict:
-    """{stages: [{stage, seconds | None}], before_first_stage, total_seconds, command, exit_code}."""
+    """{stages: [{stage, seconds | None}], before_first_stage, stages_seconds, total_seconds, command,
+    exit_code, and the commit, cpu and cores of the run}."""
     start = end = None
-    command, exit_code = None, None
+    command, exit_code, host = None, None, {}
     events: list[tuple[float, str, bool]] = []  # (time, stage, ran)
     for line in log.read_text().splitlines():
         if line.startswith(MARK):
             _, what, stamp, *rest = line.split(" ", 3)
             if what == "start":
                 start, command = float(stamp), json.loads(rest[0])
+            elif what == "host":
+                host = json.loads(rest[0])
             else:
                 end, exit_code = float(stamp), int(rest[0])
             continue
@@ -79,7 +88,27 @@ def table(log: Path) -> dict:
         "total_seconds": round(end - start, 1),
         "command": command,
         "exit_code": exit_code,
+        **host,  # commit, cpu and cores where the run happened
     }
+
+
+def markdown(result: dict) -> str:
+    """The stage-time table of docs/pipeline.md: one row per DVC stage (its foreach instances side by
+    side), seconds and minutes; a test checks that the page holds this table for the committed report."""
+    groups: dict[str, list[tuple[str, float | None]]] = {}
+    for row in result["stages"]:
+        stage, _, instance = row["stage"].partition("@")
+        groups.setdefault(stage, []).append((instance, row["seconds"]))
+    lines = ["| stage | instances | seconds | minutes |", "|---|---|---|---|"]
+    for stage, runs in groups.items():
+        names = ", ".join(name for name, _ in runs if name)
+        seconds = ", ".join("skipped" if s is None else f"{s:,.0f}" for _, s in runs)
+        minutes = sum(s for _, s in runs if s is not None) / 60
+        lines.append(f"| {stage} | {names} | {seconds} | {minutes:.1f} |")
+    lines.append(
+        f"| **all stages** | | **{result['stages_seconds']:,.0f}** | **{result['stages_seconds'] / 60:.1f}** |"
+    )
+    return "\n".join(lines)
 
 
 def commit() -> str:
@@ -115,14 +144,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="source", type=Path, help="a log this tool wrote; nothing is run")
     parser.add_argument("--log", type=Path, default=LOG, help=f"where the run's log goes (default {LOG})")
+    parser.add_argument("--markdown", action="store_true", help="print the docs' table instead")
     parser.add_argument("command", nargs="*", help="the command to time, after --")
     args = parser.parse_args()
-    if bool(args.source) == bool(args.command):
-        parser.error("give a command after -- or --from LOG, one of the two")
+    if args.source and args.command:
+        parser.error("give a command after -- or --from LOG, not both")
+    if not (args.source or args.command or args.markdown):
+        parser.error("give a command after --, --from LOG, or --markdown (the table of the last report)")
     if args.command:
         record(args.command, args.log)
-    result = table(args.source or args.log)
-    result.update(commit=commit(), cpu=cpu(), cores=os.cpu_count())
+    if args.markdown and not (args.source or args.command):
+        result = json.loads(REPORT.read_text())  # the last timed run's report
+    else:
+        result = table(args.source or args.log)
+    if args.markdown:
+        print(markdown(result))
+        return
     for row in result["stages"]:
         shown = f"{row['seconds']:8.0f}" if row["seconds"] is not None else "  skipped"
         print(f"{row['stage']:40s} {shown}")

@@ -155,3 +155,19 @@ def test_the_headline_table_is_what_the_evaluate_stage_wrote():
             assert ppl == f"{report[f'{key}_perplexity']:.0f}", (run, key, cell)
         checked += 1
     assert checked == 3
+
+
+def test_the_stage_times_are_what_the_timed_run_wrote():
+    """docs/pipeline.md's per-stage table is `python3 -m benchmarks.stage_times --markdown` of the
+    committed reports/bench/stage_times.json: a new timed run that is not carried into the page fails."""
+    import importlib
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        tool = importlib.import_module("benchmarks.stage_times")
+    finally:
+        sys.path.remove(str(ROOT))
+    result = json.loads((ROOT / "reports/bench/stage_times.json").read_text())
+    assert tool.markdown(result) in (ROOT / "docs/pipeline.md").read_text(encoding="utf-8")

@@ -75,6 +75,27 @@ def test_it_times_a_command_and_keeps_its_exit_status(tmp_path):
     assert done.returncode == 3
     assert "Running stage 'a'" in done.stdout  # echoed
     report = json.loads((tmp_path / "reports/bench/stage_times.json").read_text())
+    assert report["cores"] >= 1 and "commit" in report  # the host line of the log
     a, b = report["stages"]
     assert a["stage"] == "a" and 0.25 <= a["seconds"] < 5
     assert b["stage"] == "b" and report["exit_code"] == 3
+
+
+def test_the_docs_table_puts_a_stage_s_instances_on_one_row(tool):
+    result = {
+        "stages": [
+            {"stage": "prepare", "seconds": 12.4},
+            {"stage": "pretrain@encoder", "seconds": 390.0},
+            {"stage": "pretrain@decoder", "seconds": 420.0},
+            {"stage": "scaling_fit", "seconds": None},
+        ],
+        "stages_seconds": 822.4,
+    }
+    assert tool.markdown(result).splitlines() == [
+        "| stage | instances | seconds | minutes |",
+        "|---|---|---|---|",
+        "| prepare |  | 12 | 0.2 |",
+        "| pretrain | encoder, decoder | 390, 420 | 13.5 |",
+        "| scaling_fit |  | skipped | 0.0 |",
+        "| **all stages** | | **822** | **13.7** |",
+    ]

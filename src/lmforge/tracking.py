@@ -23,7 +23,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.allocator import keep_freed_memory
 from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
 from lmforge.stage import Plan, Stage, StageResult
@@ -89,7 +88,6 @@ def cli(stage: Stage, entry_file: str, config_name: str = "config") -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     conf = Path(entry_file).resolve().parents[1] / "conf"
-    keep_freed_memory()  # a training step reuses its large tensors instead of page-faulting them in
 
     @hydra.main(config_path=str(conf), config_name=config_name, version_base="1.3")
     def main(cfg: DictConfig) -> None:
