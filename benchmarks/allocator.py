@@ -47,8 +47,8 @@ def keep_freed_memory(limit: int = 1 << 30) -> bool:
     )
 
 
-def sample(family: str, keep: bool, steps: int) -> dict[str, float | list[float]]:
-    """One process's seconds per step, page faults per step and the last step's loss."""
+def sample(family: str, keep: bool, steps: int) -> dict[str, float]:
+    """One process's median seconds per step and page faults per step, and its last step's loss."""
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.allocator", family, str(int(keep)), str(steps)],
         check=True,
