@@ -171,3 +171,13 @@ def test_the_stage_times_are_what_the_timed_run_wrote():
         sys.path.remove(str(ROOT))
     result = json.loads((ROOT / "reports/bench/stage_times.json").read_text())
     assert tool.markdown(result) in (ROOT / "docs/pipeline.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("sweep", ["default", "rope"])
+def test_the_scaling_summaries_in_the_docs_are_the_reports(sweep):
+    """docs/scaling.md quotes each committed sweep's summary line (what its fit does and does not
+    identify) as `law.md` wrote it: a rerun that changes the verdict fails until the page follows."""
+    law = ROOT / "reports/scaling" / sweep / "law.md"
+    line = law.read_text(encoding="utf-8").splitlines()[2]
+    assert line.startswith("**Summary.** ")
+    assert line.removeprefix("**Summary.** ") in (ROOT / "docs/scaling.md").read_text(encoding="utf-8")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from helpers import entry_stage, fails_in_one_line, scaling_config
 from lmforge.scaling import law
@@ -89,6 +90,65 @@ def test_compare_supports_a_real_difference_and_not_a_null_one(tmp_path, monkeyp
         out = json.loads((tmp_path / f"reports/scaling/compare-tiny-vs-{against}.json").read_text())
         alpha = next(r for r in out["rows"] if r["name"] == "alpha")
         assert alpha["supported"] is alpha_differs
+
+
+def test_a_known_law_derives_its_allocation_with_intervals(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "reports/scaling/tiny", _table())
+    execute(entry_stage("scaling_fit"), scaling_config("scaling.fit.n_boot=40"))
+    fit = json.loads((tmp_path / "reports/scaling/tiny/fit.json").read_text())
+    assert fit["identified"] == {"E": True, "alpha": True, "beta": True} and not fit["not_identified"]
+    derived = fit["derived"]
+    for p in derived["tokens_per_parameter"]:
+        lo, hi = p["ci"]
+        assert lo <= p["value"] <= hi
+        assert lo <= TRUE.tokens_per_parameter(p["budget"]) <= hi  # the true allocation is inside
+    assert (
+        "E = " in fit["summary"] and "identified" in fit["summary"] and "not identified" not in fit["summary"]
+    )
+
+
+def test_a_law_the_cells_do_not_identify_derives_nothing(tmp_path, monkeypatch):
+    """No floor in the generating law (E = 0) and few cells: E ends at the bound or with an interval
+    wider than itself; the report says so in its summary line and derives no allocation."""
+    monkeypatch.chdir(tmp_path)
+    floorless = law.Law(E=0.0, A=60.0, B=400.0, alpha=0.35, beta=0.3)
+    rows = [r for r in _table() if r["kind"] == "grid"][:12]
+    noise = np.exp(np.random.default_rng(4).normal(0, 0.005, len(rows)))
+    for r, e in zip(rows, noise):
+        r["val_loss"] = float(floorless.predict(r["params_non_embedding"], r["tokens"]) * e)
+    _write(tmp_path / "reports/scaling/tiny", rows)
+    execute(entry_stage("scaling_fit"), scaling_config("scaling.fit.n_boot=40"))
+    reports = tmp_path / "reports/scaling/tiny"
+    fit = json.loads((reports / "fit.json").read_text())
+    assert "E" in fit["not_identified"] and fit["derived"] is None
+    assert "E = " in fit["summary"] and "not identified by this sweep" in fit["summary"]
+    assert "no compute-optimal allocation is derived" in fit["summary"]
+    metrics = json.loads((reports / "metrics.json").read_text())
+    assert metrics["law.E_identified"] == 0.0 and "law.a" not in metrics and "law.b" not in metrics
+    text = (reports / "law.md").read_text()
+    assert text.splitlines()[2].startswith("**Summary.**") and "not derived" in text
+    assert "tokens_per_parameter" not in json.dumps(fit).replace("isoflop", "")  # nothing derived anywhere
+
+
+def test_plateau_cells_and_seed_repeats_are_handled_before_the_fit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = _table()
+    flat = [dict(_row(f"flat{i}", 1e4 * (i + 1), 1e5, None, 6.9), plateau=True) for i in range(3)]
+    repeats = [dict(rows[0], val_loss=rows[0]["val_loss"] + e) for e in (0.01, -0.01)]
+    _write(tmp_path / "reports/scaling/tiny", rows + flat + repeats)
+    execute(entry_stage("scaling_fit"), scaling_config("scaling.fit.n_boot=20"))
+    fit = json.loads((tmp_path / "reports/scaling/tiny/fit.json").read_text())
+    assert fit["plateau"]["cells"] == ["flat0", "flat1", "flat2"]
+    assert fit["n_rows"] == len(rows) + 5 and fit["n_cells"] == len(rows)
+    (noise,) = fit["noise"]["cells"]
+    assert noise["name"] == rows[0]["name"] and noise["n"] == 3
+    assert noise["mean"] == pytest.approx(rows[0]["val_loss"]) and noise["std"] == pytest.approx(0.01)
+    text = (tmp_path / "reports/scaling/tiny/law.md").read_text()
+    assert (
+        "3 cell(s) on the unigram plateau left out" in text
+        and "flat0, flat1, flat2" not in text.split("\n")[2]
+    )
 
 
 def _fails(capsys, script: str, *overrides: str) -> str:

@@ -12,8 +12,9 @@ import lmforge
 from lmforge.errors import ConfigError, DataError
 from lmforge.model.config import load_model_config
 from lmforge.model.flops import training_flops
-from lmforge.scaling.config import IsoFlopSlice, ScalingConfig, ShapeRule
-from lmforge.scaling.grid import TRAINING_CODE, cells, check_capacity, code_fingerprint, keyed, shape_of
+from lmforge.scaling.config import IsoFlopSlice, LrRule, ScalingConfig, SeedRepeats, ShapeRule
+from lmforge.scaling.grid import TRAINING_CODE, check_capacity, code_fingerprint, keyed, shape_of
+from lmforge.scaling.grid import cells as grid_cells
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 
 BASE = load_model_config(
@@ -23,8 +24,19 @@ CLM = ObjectiveConfig()
 
 
 def config(**kw) -> ScalingConfig:
-    values = dict(sizes=[1, 2, 3], tokens=[1024, 4096], batch_size=4, seq_len=32, shape=ShapeRule(16, 16, 4))
+    values = dict(
+        sizes=[1, 2, 3],
+        tokens=[1024, 4096],
+        batch_size=4,
+        seq_len=32,
+        shape=ShapeRule(16, 16, 4),
+        min_steps=0,
+    )
     return ScalingConfig(**(values | kw))
+
+
+def cells(s: ScalingConfig, base: dict, objective: ObjectiveConfig, lr: float = 1e-3, seed: int = 7):
+    return grid_cells(s, base, objective, lr, seed)
 
 
 def test_the_shape_rule_fixes_the_aspect_ratio_and_head_width():
@@ -109,3 +121,34 @@ def test_the_code_fingerprint_covers_files_that_exist():
     missing = [entry for entry in TRAINING_CODE if not (root / entry).exists()]
     assert not missing, f"TRAINING_CODE names paths that do not exist: {missing}"
     assert len(code_fingerprint()) == 64
+
+
+def test_a_cell_below_min_steps_is_refused_with_its_name():
+    s = config(tokens=[1024, 4096], min_steps=20)  # 1024 tokens are 8 steps of 4 x 32
+    with pytest.raises(
+        ConfigError, match=r"scaling.sizes\[0\]: cell L1-d16-D1.02k trains 8 steps; expected at least"
+    ):
+        cells(s, BASE, CLM)
+    assert min(c.steps for c in cells(config(tokens=[4096], min_steps=20), BASE, CLM)) == 32
+
+
+def test_the_peak_rate_follows_the_width_rule():
+    flat = cells(config(tokens=[4096]), BASE, CLM, lr=2e-3)
+    assert {c.lr for c in flat} == {2e-3}  # exponent 0: one rate for every size
+    scaled = cells(config(tokens=[4096], lr=LrRule(reference_d_model=32, exponent=1.0)), BASE, CLM, lr=2e-3)
+    assert [c.lr for c in scaled] == pytest.approx([4e-3, 2e-3, 2e-3 * 32 / 48])  # d_model 16, 32, 48
+    assert all(a.key != b.key for a, b in zip(keyed(flat, {}), keyed(scaled, {})) if a.lr != b.lr)
+
+
+def test_seed_repeats_add_the_named_cells_under_each_seed():
+    s = config(tokens=[4096], repeats=SeedRepeats(cells=["L1-d16-D4.1k", "L3-d48-D4.1k"], seeds=[7, 8, 9]))
+    grid = cells(s, BASE, CLM, seed=7)
+    assert [(c.name, c.seed) for c in grid[3:]] == [
+        ("L1-d16-D4.1k", 8), ("L1-d16-D4.1k", 9), ("L3-d48-D4.1k", 8), ("L3-d48-D4.1k", 9),
+    ]  # fmt: skip
+    assert [c.index for c in grid] == list(range(7))
+    assert len({c.key for c in keyed(grid, {})}) == 7  # a repeat is its own cell in the store
+    with pytest.raises(ConfigError, match=r"scaling.repeats.cells: got \['L9-d1-D1'\], expected names"):
+        cells(config(repeats=SeedRepeats(cells=["L9-d1-D1"], seeds=[1])), BASE, CLM)
+    with pytest.raises(ConfigError, match="repeats.cells is empty"):
+        config(repeats=SeedRepeats(seeds=[1]))

@@ -144,3 +144,21 @@ def test_compare_supports_a_real_difference_and_not_a_null_one():
     null = {r["name"]: r for r in compare(base, bootstrap(*sweep(seed=13, **cells), n_boot=50, seed=3))}
     assert not null["alpha"]["supported"] and not null["beta"]["supported"]
     assert set(null) == {"alpha", "beta", "E", "a", "b"}
+
+
+def test_seed_repeats_are_fitted_at_their_mean_and_redrawn_in_the_bootstrap():
+    N, D, loss = sweep(tokens=(1e5, 3e6, 4), seed=5)
+    singletons = bootstrap(N, D, loss, groups=list(range(N.size)), n_boot=10, seed=2)
+    np.testing.assert_array_equal(singletons.samples, bootstrap(N, D, loss, n_boot=10, seed=2).samples)
+    # the first three cells measured under two more seeds, 0.02 nats apart on either side
+    extra = np.array([0, 1, 2, 0, 1, 2])
+    rows_n, rows_d = np.concatenate([N, N[extra]]), np.concatenate([D, D[extra]])
+    shift = np.array([0.02, 0.02, 0.02, -0.02, -0.02, -0.02])
+    rows_l = np.concatenate([loss, loss[extra] + shift])
+    groups = [*range(N.size), *extra]
+    repeated = bootstrap(rows_n, rows_d, rows_l, groups=groups, n_boot=10, seed=2)
+    assert repeated.fit.n_cells == N.size  # one point per cell: the mean of its seeds
+    assert repeated.estimate["alpha"] == fit_law(N, D, loss).law.alpha  # the shifts cancel in the means
+    assert not np.array_equal(repeated.samples, singletons.samples)  # the seeds are redrawn
+    with pytest.raises(FitError, match="got 3 group labels for 30 rows"):
+        bootstrap(rows_n, rows_d, rows_l, groups=[0, 1, 2], n_boot=10)

@@ -137,6 +137,7 @@ def _fails(capsys, script: str, *overrides: str) -> str:
         (["scaling.tokens=[100000000]"], "exceeds the"),
         (["scaling.shard=2"], "scaling.shard: got 2, expected 0 <= shard < shards=1"),
         (["scaling.isoflop=[{flops: 1.0e+9, sizes: [1, 2]}]"], "at least 3 sizes"),
+        (["optim.warmup_steps=4"], "L1-d8-D512: 4 steps, expected more than optim.warmup_steps=4"),
     ],
 )
 def test_bad_sweeps_are_one_line_before_any_cell_trains(in_workspace, capsys, overrides, needle):

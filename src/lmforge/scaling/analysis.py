@@ -60,9 +60,9 @@ TINY_SCALE = (
     "embedding and vocabulary head are a large share of their parameters and compute, so whether N "
     "counts them changes the exponents (Kaplan counted non-embedding parameters, Chinchilla all of them, "
     "Porian et al. 2024 trace much of the two papers' disagreement to this and to the last layer's "
-    "compute); one learning rate and batch size serve every size instead of being tuned per size; the "
-    "corpus is a ~10M-token mixture with a 1024-token vocabulary, so E and the data term B/D^beta "
-    "belong to this data; and 4-6 points per axis leave wide intervals."
+    "compute); the peak learning rate follows one width rule measured on three sizes, and one batch size "
+    "serves every size; the corpus is a ~10M-token mixture with a 1024-token vocabulary, so E and the data term B/D^beta "
+    "belong to this data; and a few points per axis leave wide intervals."
 )
 
 
@@ -77,9 +77,41 @@ def arrays(rows: list[dict[str, Any]], params: str) -> dict[str, np.ndarray]:
     }
 
 
+def usable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows the laws are fitted on, and the names of the cells left out because they never left
+    the unigram plateau (flagged by the sweep; tables written before the flag count every row)."""
+    kept = [r for r in rows if not r.get("plateau", False)]
+    return kept, sorted({r["name"] for r in rows if r.get("plateau", False)})
+
+
+def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell: a cell trained under several seeds gets its mean loss (its first row's
+    other values), in the order cells first appear."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(r["name"], []).append(r)
+    return [{**g[0], "val_loss": float(np.mean([r["val_loss"] for r in g]))} for g in groups.values()]
+
+
+def seed_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per cell trained under several seeds: n, mean and standard deviation of the held-out loss;
+    and their pooled standard deviation (root of the mean variance)."""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        groups.setdefault(r["name"], []).append(float(r["val_loss"]))
+    cells = [
+        {"name": name, "n": len(v), "mean": float(np.mean(v)), "std": float(np.std(v, ddof=1))}
+        for name, v in groups.items()
+        if len(v) > 1
+    ]
+    pooled = float(np.sqrt(np.mean([c["std"] ** 2 for c in cells]))) if cells else None
+    return {"cells": cells, "pooled_std": pooled}
+
+
 # The fit's bounds (law.py): E, A, B > 0 in log space, 0 <= alpha, beta <= 3.
 AT_BOUND = {"E": lambda v: v < 1e-6, "alpha": lambda v: v <= 1e-6 or v >= 3 - 1e-6}
 AT_BOUND["beta"] = AT_BOUND["alpha"]
+IDENTIFYING = ("E", "alpha", "beta")  # compute-optimal allocations are derived only when all three are
 
 
 def constraint(name: str, estimate: float, lo: float, hi: float) -> str:
@@ -98,28 +130,64 @@ def constraint(name: str, estimate: float, lo: float, hi: float) -> str:
     return "poorly constrained"
 
 
-def fit_sweep(rows: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
+def unidentified(name: str, estimate: float, lo: float, hi: float) -> str | None:
+    """Why the sweep does not identify a parameter of the law, or None when it does: the estimate or
+    its interval reaches a bound of the fit, or the interval is wider than the estimate itself."""
+    hits = AT_BOUND.get(name, lambda v: False)
+    if hits(estimate):
+        return "at the fit's bound"
+    if hits(lo) or hits(hi):
+        return "its interval reaches the fit's bound"
+    if hi - lo > abs(estimate):
+        return "its interval is wider than the estimate"
+    return None
+
+
+def fit_sweep(
+    rows: list[dict[str, Any]], s: ScalingConfig, baseline: dict[str, float] | None = None
+) -> dict[str, Any]:
     """Both approaches on a sweep's result rows (see the module docstring)."""
     if not rows:
         raise DataError("scaling fit: the sweep's table has no cells; expected the scaling_sweep results")
-    x = arrays(rows, s.fit.params.value)
+    kept, plateau = usable(rows)
+    cells = means(kept)
+    if len(cells) < law.N_PARAMS + 1:
+        raise DataError(
+            f"scaling fit: {len(cells)} cells left the unigram plateau ({len(plateau)} did not: "
+            f"{', '.join(plateau)}); expected at least {law.N_PARAMS + 1} to fit a 5-parameter law"
+        )
+    x = arrays(kept, s.fit.params.value)
     delta = s.fit.huber_delta
     boot = law.bootstrap(
-        x["N"], x["D"], x["L"], n_boot=s.fit.n_boot, seed=s.fit.seed, level=s.fit.level, delta=delta
+        x["N"],
+        x["D"],
+        x["L"],
+        groups=[r["name"] for r in kept],
+        n_boot=s.fit.n_boot,
+        seed=s.fit.seed,
+        level=s.fit.level,
+        delta=delta,
     )
     fitted = boot.fit
-    n_held = max(1, round(s.fit.holdout_fraction * len(rows)))
-    held = law.holdout(x["N"], x["D"], x["L"], x["C"], n_holdout=n_held, delta=delta)
+    xc = arrays(cells, s.fit.params.value)
+    n_held = max(1, round(s.fit.holdout_fraction * len(cells)))
+    held = law.holdout(xc["N"], xc["D"], xc["L"], xc["C"], n_holdout=n_held, delta=delta)
     point = boot.estimate
     intervals = {k: [float(v) for v in boot.intervals[k]] for k in PARAMS}
     logs = np.log(boot.samples[:, :5])
     correlations = np.corrcoef(logs.T) if len(logs) > 2 else np.full((5, 5), np.nan)
+    reasons = {k: unidentified(k, point[k], *intervals[k]) for k in IDENTIFYING}
     result: dict[str, Any] = {
         "params": s.fit.params.value,
-        "n_cells": len(rows),
-        "law": point,
-        "law_ci": intervals,
-        "constraint": {k: constraint(k, point[k], *intervals[k]) for k in PARAMS},
+        "n_rows": len(rows),
+        "n_cells": len(cells),
+        "plateau": {"cells": plateau, "margin": s.plateau_margin, "baseline": baseline},
+        "noise": seed_noise(kept),
+        "law": {k: point[k] for k in ("E", "A", "B", "alpha", "beta")},
+        "law_ci": {k: intervals[k] for k in ("E", "A", "B", "alpha", "beta")},
+        "constraint": {k: constraint(k, point[k], *intervals[k]) for k in ("E", "A", "B", "alpha", "beta")},
+        "identified": {k: reason is None for k, reason in reasons.items()},
+        "not_identified": {k: reason for k, reason in reasons.items() if reason is not None},
         "correlation_log": {
             f"{PARAMS[i]}~{PARAMS[j]}": float(correlations[i, j]) for i in range(5) for j in range(i + 1, 5)
         },
@@ -128,17 +196,64 @@ def fit_sweep(rows: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
         "huber_objective": float(fitted.objective),
         "converged_starts": f"{fitted.converged_starts}/{fitted.n_starts}",
         "holdout": {
-            "cells": [rows[r["index"]]["name"] for r in held["rows"]],
+            "cells": [cells[r["index"]]["name"] for r in held["rows"]],
             "rows": held["rows"],
             "mean_abs_rel_error": float(held["mean_abs_rel_error"]),
         },
-        "isoflop": fit_isoflop(x, s),
+        "isoflop": fit_isoflop(xc, s),
     }
-    budgets = sorted(set(x["budget"][np.isfinite(x["budget"])]))
-    result["law_tokens_per_parameter"] = [
-        {"budget": float(c), "value": float(fitted.law.tokens_per_parameter(c))} for c in budgets
-    ]
+    result["derived"] = derived(boot, xc, s.fit.level) if not result["not_identified"] else None
+    result["summary"] = summary(result)
     return result
+
+
+def derived(boot: law.Bootstrap, x: dict[str, np.ndarray], level: float) -> dict[str, Any]:
+    """The law's compute-optimal allocation, each figure with its bootstrap interval: the exponents
+    a and b, and tokens per parameter at each IsoFLOP budget (or at the sweep's largest compute)."""
+    budgets = sorted(set(x["budget"][np.isfinite(x["budget"])])) or [float(x["C"].max())]
+    samples = [law.Law(*row[:5]) for row in boot.samples]
+    tpp = []
+    for c in budgets:
+        draws = np.array([sample.tokens_per_parameter(c) for sample in samples], dtype=float)
+        lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+        tpp.append({"budget": float(c), "value": float(boot.fit.law.tokens_per_parameter(c)), "ci": [lo, hi]})
+    return {
+        "a": boot.estimate["a"],
+        "a_ci": list(boot.intervals["a"]),
+        "b": boot.estimate["b"],
+        "b_ci": list(boot.intervals["b"]),
+        "tokens_per_parameter": tpp,
+    }
+
+
+def summary(fit: dict[str, Any]) -> str:
+    """One line: what the sweep identifies and what it does not, and what was left out."""
+    point, ci = fit["law"], fit["law_ci"]
+    parts = []
+    for k in IDENTIFYING:
+        reason = fit["not_identified"].get(k)
+        estimate = f"{k} = {_ci(point[k], ci[k])}"
+        parts.append(
+            f"{estimate}: not identified by this sweep ({reason})" if reason else f"{estimate}: identified"
+        )
+    if fit["derived"] is None:
+        parts.append("no compute-optimal allocation is derived from the law")
+    else:
+        tpp = fit["derived"]["tokens_per_parameter"][-1]
+        parts.append(
+            f"compute-optimal tokens per parameter {_ci(tpp['value'], tpp['ci'])} at C = {tpp['budget']:.2g}"
+        )
+    iso = fit["isoflop"]
+    inside = sum(1 for p in iso["slices"] if p["inside"])
+    parts.append(f"{inside} of {len(iso['slices'])} IsoFLOP slices have a minimum inside their sizes")
+    plateau = fit["plateau"]["cells"]
+    parts.append(f"{len(plateau)} cell(s) on the unigram plateau left out")
+    if fit["noise"]["pooled_std"] is not None:
+        parts.append(
+            f"seed noise {fit['noise']['pooled_std']:.3g} nats (std over seeds, "
+            f"{len(fit['noise']['cells'])} cells)"
+        )
+    return "; ".join(parts) + "."
 
 
 def fit_isoflop(x: dict[str, np.ndarray], s: ScalingConfig) -> dict[str, Any]:
@@ -171,7 +286,10 @@ def fit_isoflop(x: dict[str, np.ndarray], s: ScalingConfig) -> dict[str, Any]:
         if piece.inside:
             good |= pick
         else:
-            out["excluded"].append(f"C={budget:.3g}: the parabola's minimum lies outside the sampled sizes")
+            out["excluded"].append(
+                f"C={budget:.3g}: the slice does not straddle its optimum (its parabola's minimum lies "
+                "outside the sampled sizes, or its best measured cell is its smallest or largest size)"
+            )
         out["slices"].append(entry)
     inside = [p for p in out["slices"] if p["inside"]]
     if len(inside) < 2:
@@ -205,10 +323,16 @@ def fit_isoflop(x: dict[str, np.ndarray], s: ScalingConfig) -> dict[str, Any]:
 
 def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    for k in PARAMS:
-        out[f"law.{k}"] = fit["law"][k]
+    for k, value in fit["law"].items():
+        out[f"law.{k}"] = value
         out[f"law.{k}_lo"], out[f"law.{k}_hi"] = fit["law_ci"][k]
+    for k, ok in fit["identified"].items():
+        out[f"law.{k}_identified"] = float(ok)
     out["law.holdout_mean_abs_rel_error"] = fit["holdout"]["mean_abs_rel_error"]
+    if fit["derived"] is not None:
+        for k in ("a", "b"):
+            out[f"law.{k}"] = fit["derived"][k]
+            out[f"law.{k}_lo"], out[f"law.{k}_hi"] = fit["derived"][f"{k}_ci"]
     iso = fit["isoflop"]
     if "a" in iso:
         out["isoflop.a"], out["isoflop.b"] = iso["a"], iso["b"]
@@ -218,6 +342,9 @@ def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
             budget = f"{p['budget']:.0e}".replace("+", "")  # MLflow names: letters, digits, _-. /
             out[f"isoflop.tokens_per_param.C{budget}"] = p["value"]
     out["cells"] = fit["n_cells"]
+    out["cells_on_plateau"] = len(fit["plateau"]["cells"])
+    if fit["noise"]["pooled_std"] is not None:
+        out["seed_std"] = fit["noise"]["pooled_std"]
     return out
 
 
@@ -229,25 +356,68 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     level = f"{100 * s.fit.level:.0f}%"
     law_, ci = fit["law"], fit["law_ci"]
     n_name = "non-embedding parameters" if fit["params"] == "non_embedding" else "all parameters"
+    plateau, noise = fit["plateau"], fit["noise"]
+    repeats = fit["n_rows"] - fit["n_cells"] - len(plateau["cells"])
     lines = [
         f"# Scaling laws of sweep `{s.name}`",
         "",
-        f"{fit['n_cells']} cells; N = {n_name}, D = training tokens, L = held-out loss (nats/token); "
-        f"intervals are {level} bootstrap percentiles ({fit['bootstrap']['n_boot']} resamples, "
+        f"**Summary.** {fit['summary']}",
+        "",
+        f"{fit['n_cells']} cells fitted ({fit['n_rows']} runs: {repeats} seed repeats averaged into their "
+        f"cells, {len(plateau['cells'])} plateau cells left out); N = {n_name}, D = training tokens, "
+        f"L = held-out loss (nats/token); intervals are {level} bootstrap percentiles "
+        f"({fit['bootstrap']['n_boot']} resamples of the cells and of each repeated cell's seeds, "
         f"{fit['bootstrap']['failed']} failed).",
         "",
+    ]
+    base = plateau.get("baseline")
+    if base:
+        lines.append(
+            f"Unigram baseline on the same held-out tokens: loss {base['loss']:.4f}, accuracy "
+            f"{100 * base['accuracy']:.2f}%. A cell within {plateau['margin']:g} nats of that loss, or at "
+            "that accuracy (one token predicted everywhere), is on the plateau: "
+            + (", ".join(plateau["cells"]) if plateau["cells"] else "none")
+            + "."
+        )
+        lines.append("")
+    if noise["cells"]:
+        lines += [
+            f"Seed noise: pooled standard deviation {noise['pooled_std']:.4f} nats.",
+            "",
+            "| cell | seeds | mean loss | std |",
+            "|---|---|---|---|",
+        ]
+        lines += [f"| {c['name']} | {c['n']} | {c['mean']:.4f} | {c['std']:.4f} |" for c in noise["cells"]]
+        lines.append("")
+    lines += [
         "## Approach 3: L(N, D) = E + A/N^alpha + B/D^beta",
         "",
         f"| parameter | estimate [{level} CI] | how well the sweep constrains it |",
         "|---|---|---|",
     ]
-    for k in PARAMS:
+    for k in law_:
         lines.append(f"| {k} | {_ci(law_[k], ci[k])} | {fit['constraint'][k]} |")
     strong = [f"{k} ({v:+.2f})" for k, v in fit["correlation_log"].items() if abs(v) > 0.8]
+    derived_ = fit["derived"]
+    if derived_ is None:
+        missing = ", ".join(f"{k} ({r})" for k, r in fit["not_identified"].items())
+        lines += [
+            "",
+            f"Not identified by this sweep: {missing}. The law's compute-optimal exponents "
+            "a = beta/(alpha+beta), b = alpha/(alpha+beta) and its tokens per parameter are therefore "
+            "not derived: they would only restate where the fit stopped.",
+        ]
+    else:
+        tpp = ", ".join(
+            f"{_ci(p['value'], p['ci'])} at C={p['budget']:.2g}" for p in derived_["tokens_per_parameter"]
+        )
+        lines += [
+            "",
+            f"Compute-optimal exponents (N_opt ~ C^a, D_opt ~ C^b under C = 6ND): a = "
+            f"{_ci(derived_['a'], derived_['a_ci'])}, b = {_ci(derived_['b'], derived_['b_ci'])}; "
+            f"tokens per parameter at the optimum: {tpp}.",
+        ]
     lines += [
-        "",
-        "a = beta/(alpha+beta) and b = alpha/(alpha+beta) are the law's compute-optimal exponents "
-        "(N_opt ~ C^a, D_opt ~ C^b under C = 6ND).",
         "Strongly correlated bootstrap draws (|r| > 0.8, log scale): " + (", ".join(strong) or "none") + ".",
         "",
         f"Held-out cells (the {len(fit['holdout']['cells'])} of largest compute, predicted by a fit on the "
@@ -293,9 +463,20 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     iso_a = _ci(iso["a"], iso["a_ci"]) if "a" in iso else "n/a"
     iso_b = _ci(iso["b"], iso["b_ci"]) if "b" in iso else "n/a"
     tpp_iso = iso["tokens_per_parameter"][-1] if iso.get("tokens_per_parameter") else None
+
+    def shown(k: str) -> str:
+        text = _ci(law_[k], ci[k])
+        return text if fit["identified"].get(k, True) else f"{text} (not identified)"
+
+    if derived_ is None:
+        law_a = law_b = law_tpp = "not derived"
+    else:
+        last = derived_["tokens_per_parameter"][-1]
+        law_a, law_b = _ci(derived_["a"], derived_["a_ci"]), _ci(derived_["b"], derived_["b_ci"])
+        law_tpp = f"{_ci(last['value'], last['ci'])} at C={last['budget']:.2g}"
     lines.append(
-        f"| this sweep, approach 3 | {_ci(law_['alpha'], ci['alpha'])} | {_ci(law_['beta'], ci['beta'])} | "
-        f"{_ci(law_['a'], ci['a'])} | {_ci(law_['b'], ci['b'])} | | N = {n_name} |"
+        f"| this sweep, approach 3 | {shown('alpha')} | {shown('beta')} | {law_a} | {law_b} | {law_tpp} | "
+        f"N = {n_name} |"
     )
     lines.append(
         f"| this sweep, approach 2 | | | {iso_a} | {iso_b} | "
@@ -312,8 +493,8 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
 def run(plan: Plan) -> StageResult:
     s = plan.scaling
     reports = Path(s.reports_dir)
-    rows = read_json(reports / "cells.json", "the scaling_sweep stage's table")["cells"]
-    fit = fit_sweep(rows, s)
+    table = read_json(reports / "cells.json", "the scaling_sweep stage's table")
+    fit = fit_sweep(table["cells"], s, table.get("baseline"))
     write_json(reports / "fit.json", fit)
     metrics = flat_metrics(fit)
     write_json(reports / "metrics.json", metrics)

@@ -1,7 +1,7 @@
 """Train one cell of a sweep and measure it on the fixed held-out set.
 
-The training is the pretrain stage's: `PretrainModule` (plain model + objective + AdamW with linear
-warmup and a cosine that ends at the cell's last step) on `PretrainDataModule`, under Lightning with
+The training is the pretrain stage's: `PretrainModule` (plain model + objective + AdamW with the optim
+group's fixed linear warmup, the cell's peak rate and a cosine that ends at the cell's last step) on `PretrainDataModule`, under Lightning with
 the `trainer` group's accelerator, devices, strategy and precision. What differs: no validation
 during training (a cell is measured once, at its end, as Chinchilla's fits use final losses), and
 the measurement is the per-token loss on a fixed held-out set, the first `eval_tokens` of the
@@ -52,13 +52,7 @@ class Setting(NamedTuple):
     seed: int
 
 
-def warmup_steps(cell: Cell, setting: Setting) -> int:
-    return (
-        max(1, round(setting.scaling.warmup_fraction * cell.steps)) if setting.scaling.warmup_fraction else 0
-    )
-
-
-def datamodule(setting: Setting, out_dir: Path) -> PretrainDataModule:
+def datamodule(setting: Setting, out_dir: Path, seed: int | None = None) -> PretrainDataModule:
     s = setting.scaling
     train = TrainConfig(
         batch_size=s.batch_size,
@@ -68,16 +62,21 @@ def datamodule(setting: Setting, out_dir: Path) -> PretrainDataModule:
         checkpoint_every=s.checkpoint_every,
     )
     return PretrainDataModule(
-        str(setting.encoded_dir), setting.objective, train, setting.specials, setting.vocab_size, setting.seed
+        str(setting.encoded_dir),
+        setting.objective,
+        train,
+        setting.specials,
+        setting.vocab_size,
+        setting.seed if seed is None else seed,
     )
 
 
 def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: str | None) -> dict[str, Any]:
     """Train `cell` (continuing `folder/last.ckpt` if a killed run left one); its result row."""
     started = time.perf_counter()
-    L.seed_everything(setting.seed, workers=True, verbose=False)
-    data = datamodule(setting, folder)
-    optim = dataclasses.replace(setting.optim, warmup_steps=warmup_steps(cell, setting))
+    L.seed_everything(cell.seed, workers=True, verbose=False)
+    data = datamodule(setting, folder, cell.seed)
+    optim = dataclasses.replace(setting.optim, lr=cell.lr)
     module = PretrainModule(cell.model, plain(setting.objective), plain(optim), max_steps=cell.steps)
     last = folder / "last.ckpt"
     checkpoint = last if last.is_file() else None

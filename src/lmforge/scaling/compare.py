@@ -16,17 +16,21 @@ from typing import Any
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import law
-from lmforge.scaling.analysis import AT_BOUND, arrays
+from lmforge.scaling.analysis import arrays, unidentified, usable
 from lmforge.scaling.plots import read_json
 from lmforge.stage import Plan, StageResult
 
 
 def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstrap:
-    x = arrays(rows, params)
+    """The sweep's law with its bootstrap, on the cells `scaling_fit` fits: plateau cells left out,
+    seed repeats averaged into their cell and redrawn in each resample."""
+    kept, _ = usable(rows)
+    x = arrays(kept, params)
     return law.bootstrap(
         x["N"],
         x["D"],
         x["L"],
+        groups=[r["name"] for r in kept],
         n_boot=s.fit.n_boot,
         seed=seed,
         level=s.fit.level,
@@ -54,15 +58,32 @@ def run(plan: Plan) -> StageResult:
     # independent resamplings: the second sweep's draws come from the next seed
     boots = [_boot(rows, s.fit.params.value, s, s.fit.seed + i) for i, rows in enumerate(tables)]
     rows = law.compare(*boots, level=s.fit.level)
-    for r in rows:  # a parameter on the fit's bound in either sweep is not identified: nothing to compare
-        hits = AT_BOUND.get(r["name"], lambda v: False)
-        r["at_bound"] = bool(hits(r["estimate_a"]) or hits(r["estimate_b"]))
-        r["supported"] = r["supported"] and not r["at_bound"]
+    # A parameter that either sweep does not identify (scaling_fit's rule) has nothing to compare; the
+    # exponents a and b are derived from alpha and beta, so they follow those two.
+    lost = {
+        name: [
+            reason
+            for row in rows
+            if row["name"] == name
+            for reason in (
+                unidentified(name, row["estimate_a"], *row["interval_a"]),
+                unidentified(name, row["estimate_b"], *row["interval_b"]),
+            )
+            if reason
+        ]
+        for name in ("E", "alpha", "beta")
+    }
+    lost["a"] = lost["b"] = lost["alpha"] + lost["beta"]
+    for r in rows:
+        r["identified"] = not lost[r["name"]]
+        r["supported"] = r["supported"] and r["identified"]
+    plateau = [usable(t)[1] for t in tables]
     level = f"{100 * s.fit.level:.0f}%"
     lines = [
         f"# Scaling laws compared: `{names[0]}` vs `{names[1]}`",
         "",
-        f"Each law fitted on its own sweep ({len(tables[0])} and {len(tables[1])} cells); {level} bootstrap "
+        f"Each law fitted on its own sweep ({len(tables[0])} and {len(tables[1])} runs, of which "
+        f"{len(plateau[0])} and {len(plateau[1])} cells on the unigram plateau are left out); {level} bootstrap "
         f"intervals ({s.fit.n_boot} resamples each); difference = {names[1]} - {names[0]}, supported when "
         "its interval excludes 0.",
         "",
@@ -74,7 +95,7 @@ def run(plan: Plan) -> StageResult:
             f"| {r['name']} | {r['estimate_a']:.3g} [{r['interval_a'][0]:.3g}, {r['interval_a'][1]:.3g}] | "
             f"{r['estimate_b']:.3g} [{r['interval_b'][0]:.3g}, {r['interval_b'][1]:.3g}] | "
             f"{r['difference']:+.3g} [{r['interval_difference'][0]:+.3g}, {r['interval_difference'][1]:+.3g}] | "
-            f"{'yes' if r['supported'] else ('no (at the bound)' if r['at_bound'] else 'no')} |"
+            f"{'yes' if r['supported'] else ('no' if r['identified'] else 'no (not identified by one or both sweeps)')} |"
         )
     supported = [r["name"] for r in rows if r["supported"]]
     lines += [

@@ -41,6 +41,26 @@ class IsoFlopSlice:
 
 
 @dataclass(frozen=True)
+class LrRule:
+    """The peak learning rate of a cell: optim.lr x (reference_d_model / d_model)^exponent.
+
+    exponent 0 gives every size optim.lr; 1 is the mu-P-like rule lr ~ 1/width (Porian et al. 2024
+    trace part of the Kaplan-Chinchilla disagreement to one rate for every size).
+    """
+
+    reference_d_model: int = 64  # the width that trains at optim.lr
+    exponent: float = 0.0
+
+
+@dataclass(frozen=True)
+class SeedRepeats:
+    """Cells trained again under other seeds, to measure the seed noise of the loss."""
+
+    cells: list[str] = field(default_factory=list)  # cell names of the grid, e.g. L2-d32-D1.02M
+    seeds: list[int] = field(default_factory=list)  # seeds besides the run's own `seed`
+
+
+@dataclass(frozen=True)
 class FitConfig:
     params: ParamCount = ParamCount.non_embedding  # N of the law
     huber_delta: float = 1.0e-3  # Hoffmann et al.'s delta on log-loss residuals
@@ -59,7 +79,10 @@ class ScalingConfig:
     shape: ShapeRule = field(default_factory=ShapeRule)
     batch_size: int = 16  # sequences per optimizer step
     seq_len: int = 64  # tokens per sequence; D is counted in these tokens
-    warmup_fraction: float = 0.05  # linear warmup share of each cell's steps; then a cosine to its end
+    min_steps: int = 1000  # every cell trains at least this many optimizer steps (or the config is refused)
+    lr: LrRule = field(default_factory=LrRule)  # per-size peak rate; warmup is optim.warmup_steps, fixed
+    repeats: SeedRepeats = field(default_factory=SeedRepeats)
+    plateau_margin: float = 0.1  # nats: a cell whose loss is within this of the unigram loss has not learned
     eval_tokens: int = 65536  # the fixed held-out set: the first tokens of the validation split
     eval_batch_size: int = 64  # sequences per evaluation batch
     allow_repetition: bool = False  # let a cell's D exceed the corpus's unique training tokens
@@ -94,8 +117,16 @@ class ScalingConfig:
                 raise ConfigError(f"scaling.shape.{key}: got {getattr(self.shape, key)}, expected >= 1")
         if not 0 <= self.shard < self.shards:
             raise ConfigError(f"scaling.shard: got {self.shard}, expected 0 <= shard < shards={self.shards}")
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            raise ConfigError(f"scaling.warmup_fraction: got {self.warmup_fraction}, expected in [0, 1)")
+        if self.min_steps < 0:
+            raise ConfigError(f"scaling.min_steps: got {self.min_steps}, expected an integer >= 0")
+        if self.lr.reference_d_model < 1:
+            raise ConfigError(
+                f"scaling.lr.reference_d_model: got {self.lr.reference_d_model}, expected a width >= 1"
+            )
+        if not self.plateau_margin >= 0:
+            raise ConfigError(f"scaling.plateau_margin: got {self.plateau_margin}, expected nats >= 0")
+        if self.repeats.seeds and not self.repeats.cells:
+            raise ConfigError("scaling.repeats.seeds is set but repeats.cells is empty; expected cell names")
         if not 0.0 < self.fit.level < 1.0 or self.fit.n_boot < 10:
             raise ConfigError(
                 f"scaling.fit: got level={self.fit.level}, n_boot={self.fit.n_boot}; "

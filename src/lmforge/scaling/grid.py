@@ -1,7 +1,9 @@
 """The cells of a sweep: sizes x token budgets, plus IsoFLOP slices, each with its exact compute.
 
-A cell is one model shape trained for one token budget D with a cosine schedule that ends where the
-cell ends. D is counted in training tokens (steps x batch_size x seq_len), rounded down to whole
+A cell is one model shape trained for one token budget D, under one seed, with a fixed warmup (the
+optim group's `warmup_steps`) and a cosine schedule that ends where the cell ends, at the peak rate
+of its width (`scaling.lr`). Every cell trains at least `scaling.min_steps` optimizer steps: a
+config whose smallest budget is fewer steps is refused, naming the cell. D is counted in training tokens (steps x batch_size x seq_len), rounded down to whole
 steps. Compute C is counted from the model's shapes (`lmforge.model.flops`: every projection, the
 attention products and the vocabulary head, forward + backward) and logged beside the 6ND
 approximation (with N total and N non-embedding). An IsoFLOP cell gets the D that spends its slice's
@@ -48,6 +50,8 @@ class Cell:
     flops: int  # training FLOPs of the whole cell, counted from the shapes
     params_total: int
     params_non_embedding: int
+    lr: float  # peak learning rate (scaling.lr's rule at this width)
+    seed: int  # the run's seed, or one of scaling.repeats.seeds for a repeat
     key: str = ""  # content address (set by `keyed`)
 
     @property
@@ -72,6 +76,8 @@ class Cell:
             "flops": self.flops,
             "flops_6nd": self.flops_6nd,
             "flops_6nd_non_embedding": self.flops_6nd_non_embedding,
+            "lr": self.lr,
+            "seed": self.seed,
             "key": self.key,
         }
 
@@ -139,9 +145,16 @@ def _label(tokens: int) -> str:
     return str(tokens)
 
 
-def cells(cfg: ScalingConfig, base_model: dict[str, Any], objective: ObjectiveConfig) -> list[Cell]:
-    """Every cell of the sweep in a fixed order: the grid (sizes x tokens), then each IsoFLOP slice.
-    A cell that appears twice (same shape and steps) is trained once."""
+def peak_lr(cfg: ScalingConfig, base_lr: float, d_model: int) -> float:
+    """scaling.lr's rule: base_lr x (reference_d_model / d_model)^exponent."""
+    return float(base_lr * (cfg.lr.reference_d_model / d_model) ** cfg.lr.exponent)
+
+
+def cells(
+    cfg: ScalingConfig, base_model: dict[str, Any], objective: ObjectiveConfig, base_lr: float, seed: int
+) -> list[Cell]:
+    """Every cell of the sweep in a fixed order: the grid (sizes x tokens), then each IsoFLOP slice,
+    then the seed repeats. A cell that appears twice (same shape and steps) is trained once."""
     per_step = tokens_per_step(cfg)
     planned: list[tuple[str, dict[str, int], int, float | None, str]] = []
     for i, size in enumerate(cfg.sizes):
@@ -160,6 +173,13 @@ def cells(cfg: ScalingConfig, base_model: dict[str, Any], objective: ObjectiveCo
                     "expected a larger scaling.isoflop flops"
                 )
             planned.append(("isoflop", shape, steps, float(piece.flops), where))
+    for _, shape, steps, _, where in planned:
+        if steps < cfg.min_steps:
+            name = f"L{shape['n_layers']}-d{shape['d_model']}-D{_label(steps * per_step)}"
+            raise ConfigError(
+                f"{where}: cell {name} trains {steps} steps; expected at least scaling.min_steps="
+                f"{cfg.min_steps} (raise its token budget or flops, or lower scaling.batch_size x seq_len)"
+            )
     out: list[Cell] = []
     seen: dict[tuple, int] = {}
     for kind, shape, steps, budget, where in planned:
@@ -184,8 +204,26 @@ def cells(cfg: ScalingConfig, base_model: dict[str, Any], objective: ObjectiveCo
                 flops=steps * step_flops(model, objective, cfg),
                 params_total=params["total"],
                 params_non_embedding=params["non_embedding"],
+                lr=peak_lr(cfg, base_lr, shape["d_model"]),
+                seed=seed,
             )
         )
+    return out + repeats(out, cfg)
+
+
+def repeats(grid: list[Cell], cfg: ScalingConfig) -> list[Cell]:
+    """The cells named in scaling.repeats.cells again under each of its seeds (same name, new seed)."""
+    by_name = {c.name: c for c in grid}
+    unknown = [n for n in cfg.repeats.cells if n not in by_name]
+    if unknown:
+        raise ConfigError(
+            f"scaling.repeats.cells: got {unknown}, expected names of the sweep's cells: {', '.join(by_name)}"
+        )
+    out = []
+    for name in cfg.repeats.cells:
+        for seed in cfg.repeats.seeds:
+            if seed != by_name[name].seed:
+                out.append(dataclasses.replace(by_name[name], index=len(grid) + len(out), seed=seed))
     return out
 
 
@@ -216,7 +254,7 @@ def keyed(grid: list[Cell], context: dict[str, Any]) -> list[Cell]:
     optimizer, batching, seed, evaluation set, data and code fingerprints)."""
     out = []
     for cell in grid:
-        values = {"model": cell.model, "steps": cell.steps, **context}
+        values = {"model": cell.model, "steps": cell.steps, "lr": cell.lr, "seed": cell.seed, **context}
         digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
         out.append(dataclasses.replace(cell, key=digest[:20]))
     return out

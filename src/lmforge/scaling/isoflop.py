@@ -8,8 +8,10 @@ with sizes spread around the expected optimum. Per slice:
 
 and D_opt is the cells' own D interpolated at N_opt by a line of log D on log N (their FLOPs are
 counted from the shapes, not exactly 6ND, so C / (6 N_opt) would be off by the attention and head
-terms). A vertex outside the sampled sizes (`inside=False`) is an extrapolation: the slice missed
-its optimum. Across slices, N_opt = N_coef C^a and D_opt = D_coef C^b by least squares in log-log.
+terms). A slice straddles its optimum (`inside=True`) when the vertex lies within the sampled sizes
+and the lowest measured loss is at neither end of them: a vertex outside is an extrapolation, and a
+vertex placed just inside by the parabola while the smallest (or largest) size measured best says
+only that the optimum is at or beyond that end. Across slices, N_opt = N_coef C^a and D_opt = D_coef C^b by least squares in log-log.
 
 Uncertainty: with ~5 cells per slice, resampling cells often leaves fewer than 3 sizes or a flat
 parabola, so `bootstrap_isoflop` is a residual bootstrap within each slice: keep the fitted
@@ -39,7 +41,7 @@ class Slice:
     N_opt: float  # the parabola's vertex
     D_opt: float  # the cells' D interpolated at N_opt
     loss_opt: float  # the parabola at its vertex
-    inside: bool  # N_min <= N_opt <= N_max: not an extrapolation
+    inside: bool  # N_min <= N_opt <= N_max and the best measured size is not an end one
     curvature: float  # c2: loss rises by c2 * log(N / N_opt)^2 away from the vertex
     n_cells: int
     N_min: float
@@ -131,7 +133,7 @@ def fit_slices(N, D, C, loss) -> list[Slice]:
                 N_opt=float(np.exp(vertex)),
                 D_opt=float(np.exp(intercept + slope * vertex)),
                 loss_opt=value,
-                inside=bool(x.min() <= vertex <= x.max()),
+                inside=bool(x.min() <= vertex <= x.max() and x.min() < x[np.argmin(y)] < x.max()),
                 curvature=c2,
                 n_cells=x.size,
                 N_min=float(np.exp(x.min())),

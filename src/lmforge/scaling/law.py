@@ -30,7 +30,7 @@ N_opt = G (C/6)^a and D_opt = (C/6)^b / G with a = beta/(alpha+beta), b = alpha/
 G = (alpha A / (beta B))^(1/(alpha+beta)) (Hoffmann et al., section 3.3).
 
 Uncertainty. `bootstrap` refits resamples of the cells drawn with replacement (percentile
-intervals); `compare` differences the bootstrap samples of two sweeps; `holdout` fits on all but the
+intervals; a cell measured under several seeds is fitted at its mean and its seeds are redrawn too); `compare` differences the bootstrap samples of two sweeps; `holdout` fits on all but the
 largest-compute cells and predicts those.
 """
 
@@ -266,25 +266,57 @@ class Bootstrap:
         }
 
 
+def cell_means(N, D, loss, groups=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """One point per cell: rows sharing a group (the same cell under several seeds) are averaged.
+
+    Returns N, D and the mean loss per group (in order of first appearance) and each group's row
+    indices. Without `groups` every row is its own cell.
+    """
+    N, D, loss = (np.asarray(v, dtype=float).ravel() for v in (N, D, loss))
+    if groups is None:
+        members = [np.array([i]) for i in range(N.size)]
+    else:
+        labels = list(groups)
+        if len(labels) != N.size:
+            raise FitError(
+                f"scaling fit: got {len(labels)} group labels for {N.size} rows, expected one per row"
+            )
+        first: dict = {}
+        for i, g in enumerate(labels):
+            first.setdefault(g, []).append(i)
+        members = [np.array(rows) for rows in first.values()]
+    heads = np.array([m[0] for m in members], dtype=int)
+    means = np.array([loss[m].mean() for m in members])
+    return N[heads], D[heads], means, members
+
+
 def bootstrap(
-    N, D, loss, *, n_boot: int = 200, seed: int = 0, level: float = 0.95, **fit_kwargs
+    N, D, loss, *, groups=None, n_boot: int = 200, seed: int = 0, level: float = 0.95, **fit_kwargs
 ) -> Bootstrap:
     """Percentile intervals from refitting `n_boot` resamples of the cells drawn with replacement.
 
-    The indices of every resample are drawn up front from `seed`, so the result is deterministic and a
-    failed refit (FitError) shifts nothing. `fit_kwargs` (delta, starts, homotopy, n_starts) go to the
-    full fit; each refit starts once, from the full fit's parameters, through the same homotopy: on 30
+    Rows with the same `groups` label are one cell measured under several seeds: the fit sees their
+    mean, and each resample also redraws that cell's seeds with replacement (a two-stage bootstrap,
+    so the intervals carry the seed noise too). The cell indices of every resample are drawn up front
+    from `seed` (the seed redraws from a second stream), so the result is deterministic and a failed
+    refit (FitError) shifts nothing. `fit_kwargs` (delta, starts, homotopy, n_starts) go to the full
+    fit; each refit starts once, from the full fit's parameters, through the same homotopy: on 30
     resamples it reached the optimum of the four profiled starts (objective within 1e-12 relative) at
     a quarter of the cost.
     """
-    arrays = [np.asarray(v, dtype=float).ravel() for v in (N, D, loss)]
-    full = fit_law(*arrays, **fit_kwargs)
+    raw = np.asarray(loss, dtype=float).ravel()
+    n_cells, d_cells, means, members = cell_means(N, D, raw, groups)
+    full = fit_law(n_cells, d_cells, means, **fit_kwargs)
     refit_kwargs = {**fit_kwargs, "starts": [full.theta]}
     draws = np.random.default_rng(seed).integers(0, full.n_cells, size=(n_boot, full.n_cells))
+    seeds = np.random.default_rng([seed, 1])
     rows, failed = [], 0
     for idx in draws:
+        resampled = np.array(
+            [raw[rng_pick(seeds, members[i])].mean() if members[i].size > 1 else means[i] for i in idx]
+        )
         try:
-            rows.append(_row(fit_law(*(a[idx] for a in arrays), **refit_kwargs).law))
+            rows.append(_row(fit_law(n_cells[idx], d_cells[idx], resampled, **refit_kwargs).law))
         except FitError:
             failed += 1
     if not rows:
@@ -292,6 +324,11 @@ def bootstrap(
     samples = np.array(rows)
     intervals = {name: _interval(samples[:, i], level) for i, name in enumerate(COLUMNS)}
     return Bootstrap(full, samples, intervals, level, n_boot, failed, seed)
+
+
+def rng_pick(rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
+    """`rows.size` of `rows` drawn with replacement."""
+    return rows[rng.integers(0, rows.size, size=rows.size)]
 
 
 def holdout(

@@ -57,6 +57,7 @@ def run(plan: Plan) -> StageResult:
     loss = np.array([r["val_loss"] for r in rows], dtype=float)
     flops = np.array([r["flops"] for r in rows], dtype=float)
     grid = np.array([r["kind"] == "grid" for r in rows])
+    flat = np.array([bool(r.get("plateau", False)) for r in rows])  # left out of the fit
     label_n = "non-embedding parameters N" if fit["params"] == "non_embedding" else "parameters N"
     figures = reports / "figures"
     written = []
@@ -73,8 +74,11 @@ def run(plan: Plan) -> StageResult:
     span = np.geomspace(n.min() * 0.8, n.max() * 1.25, 100)
     for color, tokens in zip(colors, budgets):
         pick = grid & (d == tokens)
-        ax.scatter(n[pick], loss[pick], color=color, label=f"D = {tokens:,.0f}")
+        ax.scatter(n[pick & ~flat], loss[pick & ~flat], color=color, label=f"D = {tokens:,.0f}")
+        ax.scatter(n[pick & flat], loss[pick & flat], facecolors="none", edgecolors=color)
         ax.plot(span, law_predict(law, span, np.full_like(span, tokens)), color=color, lw=1)
+    if flat.any():
+        ax.scatter([], [], facecolors="none", edgecolors="grey", label="unigram plateau (not fitted)")
     ax.set(
         xscale="log", xlabel=label_n, ylabel="held-out loss (nats/token)", title="Loss vs N per D, fitted law"
     )
@@ -82,31 +86,45 @@ def run(plan: Plan) -> StageResult:
     save(fig, FIGURES[0])
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    points = ax.scatter(flops, loss, c=np.log10(n), cmap="viridis", s=18)
+    points = ax.scatter(flops[~flat], loss[~flat], c=np.log10(n[~flat]), cmap="viridis", s=18)
     fig.colorbar(points, ax=ax, label=f"log10 {label_n}")
-    c = np.geomspace(flops.min() * 0.8, flops.max() * 1.25, 100)
-    n_opt, d_opt = as_law(law).optimal(c)  # the law's allocation under C = 6ND
-    ax.plot(
-        c,
-        law_predict(law, n_opt, d_opt),
-        color="black",
-        lw=1.2,
-        label="law's compute-optimal frontier (C = 6ND)",
-    )
+    if flat.any():
+        ax.scatter(
+            flops[flat], loss[flat], facecolors="none", edgecolors="grey", s=18, label="unigram plateau"
+        )
+    if fit.get("derived") is not None:  # only a law that identifies E, alpha and beta has a frontier
+        c = np.geomspace(flops.min() * 0.8, flops.max() * 1.25, 100)
+        n_opt, d_opt = as_law(law).optimal(c)  # the law's allocation under C = 6ND
+        ax.plot(
+            c,
+            law_predict(law, n_opt, d_opt),
+            color="black",
+            lw=1.2,
+            label="law's compute-optimal frontier (C = 6ND)",
+        )
     ax.set(xscale="log", xlabel="training FLOPs (counted from shapes)", ylabel="held-out loss (nats/token)")
     ax.set_title("Loss vs compute")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     save(fig, FIGURES[1])
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     slices = fit.get("isoflop", {}).get("slices", [])
     colors = plt.cm.plasma(np.linspace(0, 0.85, max(len(slices), 1)))
     for color, piece in zip(colors, slices):
-        pick = np.array([r.get("budget") == piece["budget"] for r in rows])
-        ax.scatter(n[pick], loss[pick], color=color, label=f"C = {piece['budget']:.2g}")
+        pick = np.array([r.get("budget") == piece["budget"] for r in rows]) & ~flat
+        label = f"C = {piece['budget']:.2g}" + ("" if piece["inside"] else " (does not straddle its optimum)")
+        ax.scatter(n[pick], loss[pick], color=color, label=label)
         x = np.linspace(np.log(n[pick].min()) - 0.2, np.log(n[pick].max()) + 0.2, 100)
         ax.plot(np.exp(x), np.polyval(piece["coeffs"], x), color=color, lw=1)
-        ax.scatter([piece["n_opt"]], [piece["loss_opt"]], color=color, marker="*", s=140, edgecolor="black")
+        ax.scatter(  # the vertex: filled when the slice straddles it, hollow when it is not a minimum found
+            [piece["n_opt"]],
+            [piece["loss_opt"]],
+            color=color if piece["inside"] else "none",
+            marker="*",
+            s=140,
+            edgecolor="black",
+        )
     ax.set(
         xscale="log",
         xlabel=label_n,
@@ -120,7 +138,16 @@ def run(plan: Plan) -> StageResult:
     residual = np.log(loss / law_predict(law, n, d))
     held = np.array([r["name"] in set(fit.get("holdout", {}).get("cells", [])) for r in rows])
     ax.axhline(0, color="grey", lw=0.8)
-    ax.scatter(flops[~held], residual[~held], s=18, label="fitted cells")
+    ax.scatter(flops[~held & ~flat], residual[~held & ~flat], s=18, label="fitted cells")
+    if flat.any():
+        ax.scatter(
+            flops[flat],
+            residual[flat],
+            s=18,
+            facecolors="none",
+            edgecolors="grey",
+            label="plateau (not fitted)",
+        )
     if held.any():
         ax.scatter(flops[held], residual[held], s=30, marker="x", color="red", label="held out (predicted)")
     ax.set(

@@ -11,6 +11,12 @@ cell i goes to shard i % N), run by Hydra's launchers (submitit: SLURM or local 
 `dvc exp run --queue` workers sharing one store (`LMFORGE_SCALING_STORE`); a shard only fills the
 store. The full job (shards=1, what `dvc repro` runs) then finds every cell finished and writes the
 table `{reports_dir}/cells.csv` (and cells.json) that the fit reads.
+
+The table flags the cells that never left the unigram plateau (`plateau`): their held-out loss is
+within `scaling.plateau_margin` nats of the unigram baseline's on the same held-out tokens (the
+training split's token frequencies, `lmforge.evaluation.baseline`), or their accuracy equals the
+baseline's to within COLLAPSED (they predict the most frequent token everywhere). cells.json keeps
+the baseline beside the rows; the fit leaves flagged cells out and says how many.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any, NamedTuple
 
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
+from lmforge.evaluation.baseline import UnigramBaseline
 from lmforge.io import exclusive, sha256_files, write_json, write_text
 from lmforge.scaling import cell as cells_mod
 from lmforge.scaling.config import ScalingConfig
@@ -38,8 +45,11 @@ from lmforge.training.pretrain import tokenizer_paths
 COLUMNS = (
     "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",
     "params_non_embedding", "tokens", "steps", "flops", "flops_6nd", "flops_6nd_non_embedding",
-    "val_loss", "val_accuracy", "eval_tokens", "tokens_per_second", "wall_seconds", "key",
+    "lr", "seed", "val_loss", "val_accuracy", "plateau", "eval_tokens", "tokens_per_second",
+    "wall_seconds", "key",
 )  # fmt: skip
+COLLAPSED = 1e-4  # |accuracy - unigram accuracy| below this: one token predicted everywhere
+BASELINE_BATCH = 4096  # sequences per batch while counting the training split's targets
 
 
 class Sweep(NamedTuple):
@@ -61,7 +71,13 @@ def make_sweep(plan: Plan) -> Sweep:
         raise ConfigError(
             f"model.family: got {base['family']} for objective.kind={objective.kind.value}, expected {family.value}"
         )
-    grid = cells(scaling, base, objective)
+    grid = cells(scaling, base, objective, optim.lr, plan.seed)
+    short = [c for c in grid if c.steps <= optim.warmup_steps]
+    if short:
+        raise ConfigError(
+            f"scaling cell {short[0].name}: {short[0].steps} steps, expected more than "
+            f"optim.warmup_steps={optim.warmup_steps} (every cell's fixed warmup)"
+        )
     setting = cells_mod.Setting(
         scaling, objective, optim, trainer, specials, vocab_size, encoded_dir, plan.seed
     )
@@ -73,12 +89,10 @@ def make_sweep(plan: Plan) -> Sweep:
     context = {
         "objective": plain(objective),
         "optim": plain(optim),
-        "warmup_fraction": scaling.warmup_fraction,
         "batching": [scaling.batch_size, scaling.seq_len],
         "eval": [scaling.eval_tokens, scaling.eval_batch_size],
         "precision": trainer.precision,
         "gradient_clip_val": trainer.gradient_clip_val,
-        "seed": plan.seed,
         "data": data,
         "code": code_fingerprint(),
     }
@@ -158,10 +172,42 @@ def run(plan: Plan) -> StageResult:
     }
     if scaling.shards > 1:  # a shard fills the store; the full job writes the table
         return StageResult(metrics, [])
+    baseline = unigram_baseline(sweep.setting)
+    results = [flag_plateau(r, baseline, scaling.plateau_margin) for r in results]
+    metrics["cells_on_plateau"] = sum(r["plateau"] for r in results)
     reports = Path(scaling.reports_dir)
     write_text(reports / "cells.csv", table(results))
-    write_json(reports / "cells.json", {"cells": results})
+    write_json(
+        reports / "cells.json",
+        {"cells": results, "baseline": baseline, "plateau_margin": scaling.plateau_margin},
+    )
     return StageResult(metrics, [str(reports / "cells.csv")])
+
+
+def unigram_baseline(setting: cells_mod.Setting) -> dict[str, float]:
+    """The unigram baseline's loss and accuracy on the held-out tokens every cell is measured on:
+    target frequencies counted over the whole training split (add-one smoothed)."""
+    s = setting.scaling
+    data = cells_mod.datamodule(setting, Path(s.store))
+    targets = OBJECTIVES[setting.objective.kind].targets
+
+    def batches(split: str, n: int, size: int):
+        dataset = data.dataset(split)
+        for start in range(0, n, size):
+            yield data.collate([dataset[i] for i in range(start, min(n, start + size))])
+
+    train = data.dataset("train")
+    counts = UnigramBaseline(setting.vocab_size).fit(batches("train", len(train), BASELINE_BATCH), targets)
+    held_out = min(len(data.dataset("val")), max(1, s.eval_tokens // s.seq_len))  # as cell.evaluate reads
+    scores = counts.score(batches("val", held_out, s.eval_batch_size), targets)
+    return {"loss": scores["loss"], "accuracy": scores["accuracy"], "n_tokens": scores["n_tokens"]}
+
+
+def flag_plateau(row: dict[str, Any], baseline: dict[str, float], margin: float) -> dict[str, Any]:
+    """`row` with `plateau`: its loss within `margin` of the unigram loss, or its accuracy the unigram's."""
+    flat = row["val_loss"] >= baseline["loss"] - margin
+    collapsed = abs(row["val_accuracy"] - baseline["accuracy"]) < COLLAPSED
+    return {**row, "plateau": bool(flat or collapsed)}
 
 
 def table(results: list[dict[str, Any]]) -> str:
