@@ -173,7 +173,7 @@ def test_the_stage_times_are_what_the_timed_run_wrote():
     assert tool.markdown(result) in (ROOT / "docs/pipeline.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("sweep", ["default", "rope"])
+@pytest.mark.parametrize("sweep", ["default", "rope", "large"])
 def test_the_scaling_summaries_in_the_docs_are_the_reports(sweep):
     """docs/scaling.md quotes each committed sweep's summary line (what its fit does and does not
     identify) as `law.md` wrote it: a rerun that changes the verdict fails until the page follows."""

@@ -106,6 +106,13 @@ def test_a_known_law_derives_its_allocation_with_intervals(tmp_path, monkeypatch
     assert (
         "E = " in fit["summary"] and "identified" in fit["summary"] and "not identified" not in fit["summary"]
     )
+    # approach 2 under the other count of N: the table's total is twice the non-embedding count, so
+    # every N_opt doubles and the exponents stay
+    other = fit["isoflop_other"]
+    assert other["params"] == "total" and len(other["slices"]) == len(fit["isoflop"]["slices"])
+    for mine, theirs in zip(fit["isoflop"]["slices"], other["slices"]):
+        assert theirs["n_opt"] == pytest.approx(2 * mine["n_opt"], rel=1e-6)
+    assert other["a"] == pytest.approx(fit["isoflop"]["a"], abs=1e-9)
 
 
 def test_a_law_the_cells_do_not_identify_derives_nothing(tmp_path, monkeypatch):
@@ -149,6 +156,26 @@ def test_plateau_cells_and_seed_repeats_are_handled_before_the_fit(tmp_path, mon
         "3 cell(s) on the unigram plateau left out" in text
         and "flat0, flat1, flat2" not in text.split("\n")[2]
     )
+
+
+def test_a_sweep_left_on_the_plateau_reports_no_law(tmp_path, monkeypatch):
+    """Too few cells left the plateau for the law: the fit and the plots still finish and say so,
+    instead of failing at the end of a long sweep or fitting cells that learned nothing."""
+    monkeypatch.chdir(tmp_path)
+    rows = _table()[:4] + [
+        dict(_row(f"flat{i}", 1e4 * (i + 1), 1e5, None, 6.9), plateau=True) for i in range(10)
+    ]
+    _write(tmp_path / "reports/scaling/tiny", rows)
+    cfg = scaling_config("scaling.fit.n_boot=20")
+    execute(entry_stage("scaling_fit"), cfg)
+    reports = tmp_path / "reports/scaling/tiny"
+    fit = json.loads((reports / "fit.json").read_text())
+    assert fit["law"] is None and fit["derived"] is None and fit["n_cells"] == 4
+    assert fit["summary"].startswith("no law is fitted: 10 of 14 cells never left the unigram plateau")
+    assert json.loads((reports / "metrics.json").read_text()) == {"cells": 4, "cells_on_plateau": 10}
+    assert "no law is fitted" in (reports / "law.md").read_text()
+    execute(entry_stage("scaling_plots"), cfg)
+    assert len(list((reports / "figures").glob("*.png"))) == 4
 
 
 def _fails(capsys, script: str, *overrides: str) -> str:

@@ -151,11 +151,9 @@ def fit_sweep(
         raise DataError("scaling fit: the sweep's table has no cells; expected the scaling_sweep results")
     kept, plateau = usable(rows)
     cells = means(kept)
-    if len(cells) < law.N_PARAMS + 1:
-        raise DataError(
-            f"scaling fit: {len(cells)} cells left the unigram plateau ({len(plateau)} did not: "
-            f"{', '.join(plateau)}); expected at least {law.N_PARAMS + 1} to fit a 5-parameter law"
-        )
+    facts = table_facts(rows, kept, plateau, s, baseline)
+    if plateau and len(cells) < MIN_CELLS:  # a measured outcome of the sweep: reported, not raised
+        return no_law(facts, kept, s)
     x = arrays(kept, s.fit.params.value)
     delta = s.fit.huber_delta
     boot = law.bootstrap(
@@ -178,11 +176,7 @@ def fit_sweep(
     correlations = np.corrcoef(logs.T) if len(logs) > 2 else np.full((5, 5), np.nan)
     reasons = {k: unidentified(k, point[k], *intervals[k]) for k in IDENTIFYING}
     result: dict[str, Any] = {
-        "params": s.fit.params.value,
-        "n_rows": len(rows),
-        "n_cells": len(cells),
-        "plateau": {"cells": plateau, "margin": s.plateau_margin, "baseline": baseline},
-        "noise": seed_noise(kept),
+        **facts,
         "law": {k: point[k] for k in ("E", "A", "B", "alpha", "beta")},
         "law_ci": {k: intervals[k] for k in ("E", "A", "B", "alpha", "beta")},
         "constraint": {k: constraint(k, point[k], *intervals[k]) for k in ("E", "A", "B", "alpha", "beta")},
@@ -201,10 +195,62 @@ def fit_sweep(
             "mean_abs_rel_error": float(held["mean_abs_rel_error"]),
         },
         "isoflop": fit_isoflop(xc, s),
+        # Approach 2 needs no law: under the other count of N (Kaplan's non-embedding, Chinchilla's
+        # total) it costs one more parabola per slice, and the two can disagree at this scale.
+        "isoflop_other": {
+            "params": other_count(s.fit.params.value),
+            **fit_isoflop(arrays(cells, other_count(s.fit.params.value)), s),
+        },
     }
     result["derived"] = derived(boot, xc, s.fit.level) if not result["not_identified"] else None
     result["summary"] = summary(result)
     return result
+
+
+MIN_CELLS = law.N_PARAMS + 2  # what law.fit_law needs
+
+
+def table_facts(
+    rows: list[dict[str, Any]],
+    kept: list[dict[str, Any]],
+    plateau: list[str],
+    s: ScalingConfig,
+    baseline: dict[str, float] | None,
+) -> dict[str, Any]:
+    """What every fit reports about its table: runs, fitted cells, the plateau cells, the seed noise."""
+    return {
+        "params": s.fit.params.value,
+        "n_rows": len(rows),
+        "n_cells": len(means(kept)),
+        "plateau": {"cells": plateau, "margin": s.plateau_margin, "baseline": baseline},
+        "noise": seed_noise(kept),
+    }
+
+
+def no_law(facts: dict[str, Any], kept: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
+    """The fit of a sweep whose cells mostly never left the unigram plateau: too few remain for the
+    law, so none is fitted and nothing is derived; the report says so and lists the plateau cells."""
+    cells = means(kept)
+    plateau = facts["plateau"]["cells"]
+    why = f"only {len(cells)} cells left the unigram plateau; the law needs {MIN_CELLS}"
+    result: dict[str, Any] = {
+        **facts,
+        "law": None,
+        "identified": {k: False for k in IDENTIFYING},
+        "not_identified": {k: why for k in IDENTIFYING},
+        "derived": None,
+        "isoflop": fit_isoflop(arrays(cells, s.fit.params.value), s),
+    }
+    result["summary"] = (
+        f"no law is fitted: {len(plateau)} of {len(plateau) + len(cells)} cells never left the unigram plateau and "
+        f"{len(cells)} did, where the 5-parameter law needs {MIN_CELLS}; nothing is derived."
+    )
+    return result
+
+
+def other_count(params: str) -> str:
+    """The count of N that the fit's `params` is not."""
+    return "total" if params == "non_embedding" else "non_embedding"
 
 
 def derived(boot: law.Bootstrap, x: dict[str, np.ndarray], level: float) -> dict[str, Any]:
@@ -322,7 +368,9 @@ def fit_isoflop(x: dict[str, np.ndarray], s: ScalingConfig) -> dict[str, Any]:
 
 
 def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"cells": fit["n_cells"], "cells_on_plateau": len(fit["plateau"]["cells"])}
+    if fit["law"] is None:
+        return out
     for k, value in fit["law"].items():
         out[f"law.{k}"] = value
         out[f"law.{k}_lo"], out[f"law.{k}_hi"] = fit["law_ci"][k]
@@ -341,6 +389,12 @@ def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
         for p in iso["tokens_per_parameter"]:
             budget = f"{p['budget']:.0e}".replace("+", "")  # MLflow names: letters, digits, _-. /
             out[f"isoflop.tokens_per_param.C{budget}"] = p["value"]
+    other = fit.get("isoflop_other", {})
+    if "a" in other:
+        prefix = f"isoflop_{other['params']}"
+        out[f"{prefix}.a"], out[f"{prefix}.b"] = other["a"], other["b"]
+        out[f"{prefix}.a_lo"], out[f"{prefix}.a_hi"] = other["a_ci"]
+        out[f"{prefix}.b_lo"], out[f"{prefix}.b_hi"] = other["b_ci"]
     out["cells"] = fit["n_cells"]
     out["cells_on_plateau"] = len(fit["plateau"]["cells"])
     if fit["noise"]["pooled_std"] is not None:
@@ -354,22 +408,22 @@ def _ci(value: float, ci: list[float] | tuple[float, float], digits: int = 3) ->
 
 def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     level = f"{100 * s.fit.level:.0f}%"
-    law_, ci = fit["law"], fit["law_ci"]
+    law_, ci = fit["law"], fit.get("law_ci")
     n_name = "non-embedding parameters" if fit["params"] == "non_embedding" else "all parameters"
     plateau, noise = fit["plateau"], fit["noise"]
-    repeats = fit["n_rows"] - fit["n_cells"] - len(plateau["cells"])
-    lines = [
-        f"# Scaling laws of sweep `{s.name}`",
-        "",
-        f"**Summary.** {fit['summary']}",
-        "",
-        f"{fit['n_cells']} cells fitted ({fit['n_rows']} runs: {repeats} seed repeats averaged into their "
-        f"cells, {len(plateau['cells'])} plateau cells left out); N = {n_name}, D = training tokens, "
-        f"L = held-out loss (nats/token); intervals are {level} bootstrap percentiles "
-        f"({fit['bootstrap']['n_boot']} resamples of the cells and of each repeated cell's seeds, "
-        f"{fit['bootstrap']['failed']} failed).",
-        "",
-    ]
+    lines = [f"# Scaling laws of sweep `{s.name}`", "", f"**Summary.** {fit['summary']}", ""]
+    if law_ is None:
+        lines += [f"{fit['n_rows']} runs; no law is fitted.", ""]
+    else:
+        repeats = fit["n_rows"] - fit["n_cells"] - len(plateau["cells"])
+        lines += [
+            f"{fit['n_cells']} cells fitted ({fit['n_rows']} runs: {repeats} seed repeats averaged into their "
+            f"cells, {len(plateau['cells'])} plateau cells left out); N = {n_name}, D = training tokens, "
+            f"L = held-out loss (nats/token); intervals are {level} bootstrap percentiles "
+            f"({fit['bootstrap']['n_boot']} resamples of the cells and of each repeated cell's seeds, "
+            f"{fit['bootstrap']['failed']} failed).",
+            "",
+        ]
     base = plateau.get("baseline")
     if base:
         lines.append(
@@ -389,6 +443,8 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
         ]
         lines += [f"| {c['name']} | {c['n']} | {c['mean']:.4f} | {c['std']:.4f} |" for c in noise["cells"]]
         lines.append("")
+    if fit["law"] is None:
+        return "\n".join([*lines, TINY_SCALE, ""])
     lines += [
         "## Approach 3: L(N, D) = E + A/N^alpha + B/D^beta",
         "",
@@ -445,16 +501,21 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
             )
     for reason in iso["excluded"]:
         lines.append(f"\nLeft out: {reason}.")
-    if "a" in iso:
+    lines += isoflop_exponents(iso)
+    other = fit.get("isoflop_other")
+    if other and other.get("slices"):
+        other_name = "all parameters" if other["params"] == "total" else "non-embedding parameters"
         lines += [
             "",
-            f"N_opt ~ C^a with a = {_ci(iso['a'], iso['a_ci'])}; D_opt ~ C^b with b = {_ci(iso['b'], iso['b_ci'])} "
-            "(residual bootstrap within each slice).",
+            f"With N = {other_name} instead (the same cells; the count of N moves N_opt and so the "
+            "exponents and tokens per parameter):",
         ]
-        tpp = ", ".join(
-            f"{_ci(p['value'], p['ci'])} at C={p['budget']:.2g}" for p in iso["tokens_per_parameter"]
-        )
-        lines.append(f"Tokens per parameter at the optimum: {tpp}.")
+        lines += [
+            f"C = {p['budget']:.3g}: N_opt {p['n_opt']:,.0f}, {p['d_opt'] / p['n_opt']:.3g} tokens per parameter, "
+            f"minimum inside its sizes: {'yes' if p['inside'] else 'no'}."
+            for p in other["slices"]
+        ]
+        lines += isoflop_exponents(other)
     lines += ["", "## Beside the published laws", ""]
     lines += [
         "| source | alpha | beta | a (N_opt ~ C^a) | b (D_opt ~ C^b) | tokens/param | note |",
@@ -481,13 +542,33 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     lines.append(
         f"| this sweep, approach 2 | | | {iso_a} | {iso_b} | "
         f"{_ci(tpp_iso['value'], tpp_iso['ci']) if tpp_iso else 'n/a'} | "
-        f"{'at C=' + format(tpp_iso['budget'], '.2g') if tpp_iso else ''} |"
+        f"{'at C=' + format(tpp_iso['budget'], '.2g') + ', ' if tpp_iso else ''}N = {n_name} |"
     )
+    if other and "a" in other:
+        last = other["tokens_per_parameter"][-1]
+        other_name = "all parameters" if other["params"] == "total" else "non-embedding parameters"
+        lines.append(
+            f"| this sweep, approach 2 | | | {_ci(other['a'], other['a_ci'])} | {_ci(other['b'], other['b_ci'])} | "
+            f"{_ci(last['value'], last['ci'])} | at C={last['budget']:.2g}, N = {other_name} |"
+        )
     for name, alpha, beta, a, b, tpp_pub, note in PUBLISHED:
         cells = [f"{v:.3g}" if v is not None else "" for v in (alpha, beta, a, b, tpp_pub)]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {note} |")
     lines += ["", TINY_SCALE, ""]
     return "\n".join(lines)
+
+
+def isoflop_exponents(iso: dict[str, Any]) -> list[str]:
+    """The lines giving approach 2's exponents and tokens per parameter, when it has them."""
+    if "a" not in iso:
+        return []
+    tpp = ", ".join(f"{_ci(p['value'], p['ci'])} at C={p['budget']:.2g}" for p in iso["tokens_per_parameter"])
+    return [
+        "",
+        f"N_opt ~ C^a with a = {_ci(iso['a'], iso['a_ci'])}; D_opt ~ C^b with b = {_ci(iso['b'], iso['b_ci'])} "
+        "(residual bootstrap within each slice).",
+        f"Tokens per parameter at the optimum: {tpp}.",
+    ]
 
 
 def run(plan: Plan) -> StageResult:

@@ -76,11 +76,15 @@ def run(plan: Plan) -> StageResult:
         pick = grid & (d == tokens)
         ax.scatter(n[pick & ~flat], loss[pick & ~flat], color=color, label=f"D = {tokens:,.0f}")
         ax.scatter(n[pick & flat], loss[pick & flat], facecolors="none", edgecolors=color)
-        ax.plot(span, law_predict(law, span, np.full_like(span, tokens)), color=color, lw=1)
+        if law is not None:
+            ax.plot(span, law_predict(law, span, np.full_like(span, tokens)), color=color, lw=1)
     if flat.any():
         ax.scatter([], [], facecolors="none", edgecolors="grey", label="unigram plateau (not fitted)")
     ax.set(
-        xscale="log", xlabel=label_n, ylabel="held-out loss (nats/token)", title="Loss vs N per D, fitted law"
+        xscale="log",
+        xlabel=label_n,
+        ylabel="held-out loss (nats/token)",
+        title="Loss vs N per D, fitted law" if law is not None else "Loss vs N per D (no law fitted)",
     )
     ax.legend(fontsize=8)
     save(fig, FIGURES[0])
@@ -131,10 +135,16 @@ def run(plan: Plan) -> StageResult:
         ylabel="held-out loss (nats/token)",
         title="IsoFLOP slices and their minima",
     )
-    ax.legend(fontsize=8)
+    if slices:
+        ax.legend(fontsize=8)
     save(fig, FIGURES[2])
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    if law is None:  # too few cells left the plateau for a law (law.md says so): nothing to compare with
+        ax.text(0.5, 0.5, "no law fitted", ha="center", va="center", transform=ax.transAxes)
+        ax.set(title="Residuals of the law")
+        save(fig, FIGURES[3])
+        return StageResult({"figures": len(written)}, written)
     residual = np.log(loss / law_predict(law, n, d))
     held = np.array([r["name"] in set(fit.get("holdout", {}).get("cells", [])) for r in rows])
     ax.axhline(0, color="grey", lw=0.8)

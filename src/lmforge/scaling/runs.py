@@ -47,7 +47,7 @@ class CellRuns:
             return found.info.run_id, False
         run = self.client.create_run(
             self.experiment_id,
-            run_name=cell.name,
+            run_name=f"{cell.name} seed {cell.seed}",  # seed repeats share the cell name
             tags={"mlflow.parentRunId": self.parent_id, CELL_TAG: cell.key, "lmforge_cell_source": source},
         )
         params = {k: v for k, v in cell.describe().items() if k not in ("key",)}
