@@ -84,24 +84,27 @@ def usable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]
     return kept, sorted({r["name"] for r in rows if r.get("plateau", False)})
 
 
-def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per cell: a cell trained under several seeds gets its mean loss (its first row's
-    other values), in the order cells first appear."""
+def by_cell(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each cell (one per seed), by cell name, in the order cells first appear."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["name"], []).append(r)
-    return [{**g[0], "val_loss": float(np.mean([r["val_loss"] for r in g]))} for g in groups.values()]
+    return groups
+
+
+def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell: a cell trained under several seeds gets its mean loss (its first row's
+    other values), in the order cells first appear."""
+    return [{**g[0], "val_loss": float(np.mean([r["val_loss"] for r in g]))} for g in by_cell(rows).values()]
 
 
 def seed_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per cell trained under several seeds: n, mean and standard deviation of the held-out loss;
     and their pooled standard deviation (root of the mean variance)."""
-    groups: dict[str, list[float]] = {}
-    for r in rows:
-        groups.setdefault(r["name"], []).append(float(r["val_loss"]))
+    losses = {name: [float(r["val_loss"]) for r in g] for name, g in by_cell(rows).items()}
     cells = [
         {"name": name, "n": len(v), "mean": float(np.mean(v)), "std": float(np.std(v, ddof=1))}
-        for name, v in groups.items()
+        for name, v in losses.items()
         if len(v) > 1
     ]
     pooled = float(np.sqrt(np.mean([c["std"] ** 2 for c in cells]))) if cells else None
@@ -112,6 +115,12 @@ def seed_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 AT_BOUND = {"E": lambda v: v < 1e-6, "alpha": lambda v: v <= 1e-6 or v >= 3 - 1e-6}
 AT_BOUND["beta"] = AT_BOUND["alpha"]
 IDENTIFYING = ("E", "alpha", "beta")  # compute-optimal allocations are derived only when all three are
+LAW_PARAMS = law.COLUMNS[:5]  # E, A, B, alpha, beta: the fitted ones (a and b are derived)
+
+
+def n_label(params: str) -> str:
+    """What N counts, in words, for `scaling.fit.params`."""
+    return "non-embedding parameters" if params == "non_embedding" else "all parameters"
 
 
 def constraint(name: str, estimate: float, lo: float, hi: float) -> str:
@@ -151,9 +160,9 @@ def fit_sweep(
         raise DataError("scaling fit: the sweep's table has no cells; expected the scaling_sweep results")
     kept, plateau = usable(rows)
     cells = means(kept)
-    facts = table_facts(rows, kept, plateau, s, baseline)
+    facts = table_facts(rows, kept, cells, plateau, s, baseline)
     if plateau and len(cells) < MIN_CELLS:  # a measured outcome of the sweep: reported, not raised
-        return no_law(facts, kept, s)
+        return no_law(facts, cells, s)
     x = arrays(kept, s.fit.params.value)
     delta = s.fit.huber_delta
     boot = law.bootstrap(
@@ -177,9 +186,9 @@ def fit_sweep(
     reasons = {k: unidentified(k, point[k], *intervals[k]) for k in IDENTIFYING}
     result: dict[str, Any] = {
         **facts,
-        "law": {k: point[k] for k in ("E", "A", "B", "alpha", "beta")},
-        "law_ci": {k: intervals[k] for k in ("E", "A", "B", "alpha", "beta")},
-        "constraint": {k: constraint(k, point[k], *intervals[k]) for k in ("E", "A", "B", "alpha", "beta")},
+        "law": {k: point[k] for k in LAW_PARAMS},
+        "law_ci": {k: intervals[k] for k in LAW_PARAMS},
+        "constraint": {k: constraint(k, point[k], *intervals[k]) for k in LAW_PARAMS},
         "identified": {k: reason is None for k, reason in reasons.items()},
         "not_identified": {k: reason for k, reason in reasons.items() if reason is not None},
         "correlation_log": {
@@ -213,24 +222,25 @@ MIN_CELLS = law.N_PARAMS + 2  # what law.fit_law needs
 def table_facts(
     rows: list[dict[str, Any]],
     kept: list[dict[str, Any]],
+    cells: list[dict[str, Any]],
     plateau: list[str],
     s: ScalingConfig,
     baseline: dict[str, float] | None,
 ) -> dict[str, Any]:
-    """What every fit reports about its table: runs, fitted cells, the plateau cells, the seed noise."""
+    """What every fit reports about its table: runs, fitted cells (`cells`, the means of the `kept`
+    rows), the plateau cells, the seed noise."""
     return {
         "params": s.fit.params.value,
         "n_rows": len(rows),
-        "n_cells": len(means(kept)),
+        "n_cells": len(cells),
         "plateau": {"cells": plateau, "margin": s.plateau_margin, "baseline": baseline},
         "noise": seed_noise(kept),
     }
 
 
-def no_law(facts: dict[str, Any], kept: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
+def no_law(facts: dict[str, Any], cells: list[dict[str, Any]], s: ScalingConfig) -> dict[str, Any]:
     """The fit of a sweep whose cells mostly never left the unigram plateau: too few remain for the
     law, so none is fitted and nothing is derived; the report says so and lists the plateau cells."""
-    cells = means(kept)
     plateau = facts["plateau"]["cells"]
     why = f"only {len(cells)} cells left the unigram plateau; the law needs {MIN_CELLS}"
     result: dict[str, Any] = {
@@ -395,8 +405,6 @@ def flat_metrics(fit: dict[str, Any]) -> dict[str, float]:
         out[f"{prefix}.a"], out[f"{prefix}.b"] = other["a"], other["b"]
         out[f"{prefix}.a_lo"], out[f"{prefix}.a_hi"] = other["a_ci"]
         out[f"{prefix}.b_lo"], out[f"{prefix}.b_hi"] = other["b_ci"]
-    out["cells"] = fit["n_cells"]
-    out["cells_on_plateau"] = len(fit["plateau"]["cells"])
     if fit["noise"]["pooled_std"] is not None:
         out["seed_std"] = fit["noise"]["pooled_std"]
     return out
@@ -409,7 +417,7 @@ def _ci(value: float, ci: list[float] | tuple[float, float], digits: int = 3) ->
 def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     level = f"{100 * s.fit.level:.0f}%"
     law_, ci = fit["law"], fit.get("law_ci")
-    n_name = "non-embedding parameters" if fit["params"] == "non_embedding" else "all parameters"
+    n_name = n_label(fit["params"])
     plateau, noise = fit["plateau"], fit["noise"]
     lines = [f"# Scaling laws of sweep `{s.name}`", "", f"**Summary.** {fit['summary']}", ""]
     if law_ is None:
@@ -504,7 +512,7 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     lines += isoflop_exponents(iso)
     other = fit.get("isoflop_other")
     if other and other.get("slices"):
-        other_name = "all parameters" if other["params"] == "total" else "non-embedding parameters"
+        other_name = n_label(other["params"])
         lines += [
             "",
             f"With N = {other_name} instead (the same cells; the count of N moves N_opt and so the "
@@ -546,7 +554,7 @@ def report(fit: dict[str, Any], s: ScalingConfig) -> str:
     )
     if other and "a" in other:
         last = other["tokens_per_parameter"][-1]
-        other_name = "all parameters" if other["params"] == "total" else "non-embedding parameters"
+        other_name = n_label(other["params"])
         lines.append(
             f"| this sweep, approach 2 | | | {_ci(other['a'], other['a_ci'])} | {_ci(other['b'], other['b_ci'])} | "
             f"{_ci(last['value'], last['ci'])} | at C={last['budget']:.2g}, N = {other_name} |"

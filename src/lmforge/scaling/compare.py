@@ -16,7 +16,7 @@ from typing import Any
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import law
-from lmforge.scaling.analysis import arrays, unidentified, usable
+from lmforge.scaling.analysis import IDENTIFYING, arrays, unidentified, usable
 from lmforge.scaling.plots import read_json
 from lmforge.stage import Plan, StageResult
 
@@ -60,20 +60,15 @@ def run(plan: Plan) -> StageResult:
     rows = law.compare(*boots, level=s.fit.level)
     # A parameter that either sweep does not identify (scaling_fit's rule) has nothing to compare; the
     # exponents a and b are derived from alpha and beta, so they follow those two.
+    by_name = {r["name"]: r for r in rows}
     lost = {
-        name: [
-            reason
-            for row in rows
-            if row["name"] == name
-            for reason in (
-                unidentified(name, row["estimate_a"], *row["interval_a"]),
-                unidentified(name, row["estimate_b"], *row["interval_b"]),
-            )
-            if reason
-        ]
-        for name in ("E", "alpha", "beta")
+        name: any(
+            unidentified(name, by_name[name][f"estimate_{side}"], *by_name[name][f"interval_{side}"])
+            for side in "ab"
+        )
+        for name in IDENTIFYING
     }
-    lost["a"] = lost["b"] = lost["alpha"] + lost["beta"]
+    lost["a"] = lost["b"] = lost["alpha"] or lost["beta"]
     for r in rows:
         r["identified"] = not lost[r["name"]]
         r["supported"] = r["supported"] and r["identified"]
