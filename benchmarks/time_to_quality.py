@@ -15,7 +15,6 @@ are in the same unit. A row also gives the default recipe's test scores (reports
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 from collections.abc import Callable
@@ -27,6 +26,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from benchmarks.common import Row, interleave, median
+from lmforge.curves import read_val_curve, steps_to
 from lmforge.stage import Plan
 from lmforge.structured import plain
 from lmforge.training.datamodule import PretrainDataModule
@@ -63,23 +63,7 @@ def plan_of(recipe: dict[str, str]) -> Plan:
 
 
 def curve(run_name: str) -> list[tuple[int, float]]:
-    path = ROOT / "reports/pretrain" / run_name / "val_loss.csv"
-    with open(path, newline="") as f:
-        return [(int(row["step"]), float(row["val_loss"])) for row in csv.DictReader(f)]
-
-
-def steps_to(points: list[tuple[int, float]], target: float) -> float | None:
-    """The step at which a validation curve first reaches `target`, linear between evaluations
-    (from step 0 at +inf loss: a first evaluation already below the target counts as its step)."""
-    before: tuple[int, float] | None = None
-    for step, loss in points:
-        if loss <= target:
-            if before is None:
-                return float(step)
-            (s0, l0), (s1, l1) = before, (step, loss)
-            return s0 + (s1 - s0) * (l0 - target) / (l0 - l1)
-        before = (step, loss)
-    return None
+    return read_val_curve(ROOT / "reports/pretrain" / run_name / "val_loss.csv")
 
 
 def training_step(plan: Plan) -> Callable[[], torch.Tensor]:

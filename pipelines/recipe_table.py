@@ -2,11 +2,15 @@
 
     python pipelines/recipe_table.py                 # every run, markdown on stdout
     python pipelines/recipe_table.py --match decoder # runs whose name contains a string
+    python pipelines/recipe_table.py --compact --target 5.719   # one column per quantity, not per step
 
 Each row: the overrides that name the run, the validation loss at each evaluation (MLM runs are
 scored at objective.eval_mlm_probability, 15%, whatever rate they train at), the last validation
 accuracy, and the run's seconds per optimizer step (wall time over steps, validation included; runs
-that shared the CPU with others are slower, so compare speeds in benchmarks/, not here).
+that shared the CPU with others are slower, so compare speeds in benchmarks/, not here). With
+`--compact`, for runs of different lengths: the steps run, the last and the lowest validation loss
+(with its step), the last accuracy and, with `--target`, the step at which the curve first reaches
+that loss (linear between evaluations, as the time-to-quality benchmark reads it).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import csv
 import json
 import sys
 from pathlib import Path
+
+from lmforge.curves import steps_to
 
 ROOT = Path("sweeps/recipe")
 
@@ -48,16 +54,37 @@ def table(found: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def compact(found: list[dict], target: float | None) -> str:
+    header = ["run", "steps", "last val loss (step)", "lowest (step)", "val acc"]
+    if target is not None:
+        header.append(f"steps to {target:g}")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in found:
+        points = [(int(p["step"]), float(p["val_loss"])) for p in row["curve"]]
+        if not points:
+            continue
+        step, loss = min(points, key=lambda p: p[1])
+        cells = [f"`{row['run']}`", str(row["metrics"].get("steps", "")), f"{points[-1][1]:.3f} ({points[-1][0]})",
+                 f"{loss:.3f} ({step})", f"{float(row['curve'][-1]['val_accuracy']):.1%}"]
+        if target is not None:
+            reached = steps_to(points, target)
+            cells.append(f"{reached:.0f}" if reached is not None else "not reached")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--match", help="only runs whose name contains this string")
+    parser.add_argument("--compact", action="store_true", help="last and lowest loss, not one column per step")
+    parser.add_argument("--target", type=float, help="with --compact: the step each run first reaches this loss")
     args = parser.parse_args()
     found = rows(args.root, args.match)
     if not found:
         print(f"{args.root}: no finished runs (reports/metrics.json); expected the knob study's folders", file=sys.stderr)
         raise SystemExit(2)
-    print(table(found))
+    print(compact(found, args.target) if args.compact else table(found))
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ computations (the benchmark itself times training and runs in `python -m benchma
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from lmforge.curves import read_val_curve, steps_to
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,8 +24,7 @@ def ttq(monkeypatch):
     return importlib.import_module("benchmarks.time_to_quality")
 
 
-def test_steps_to_interpolates_the_first_crossing(ttq):
-    steps_to = ttq.steps_to
+def test_steps_to_interpolates_the_first_crossing():
     curve = [(100, 7.0), (200, 6.0), (300, 5.0), (400, 5.5)]
     assert steps_to(curve, 6.5) == pytest.approx(150.0)  # halfway between 7.0 at 100 and 6.0 at 200
     assert steps_to(curve, 5.0) == pytest.approx(300.0)  # reached exactly at an evaluation
@@ -52,6 +54,15 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
         check=True,
     ).stdout
     assert "| `optim.lr=0.002` | 7.500 | 6.250 | 12.5% | 0.50 |" in out
+    compact = subprocess.run(
+        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path), "--compact", "--target", "7"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # 7.0 lies 40% of the way from 7.5 (step 100) to 6.25 (step 200)
+    assert "| `optim.lr=0.002` | 200 | 6.250 (200) | 6.250 (200) | 12.5% | 140 |" in compact
     empty = subprocess.run(
         [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path / "none")],
         cwd=ROOT,
@@ -59,3 +70,31 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
         text=True,
     )
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1
+
+
+def test_every_knob_study_grid_command_is_a_valid_pretrain_plan():
+    """pipelines/recipe_grid.py prints the commands behind docs/pretraining.md's GPU rounds: each must
+    compose and validate as the pretrain stage would run it (a renamed preset or field fails here)."""
+    import shlex
+
+    from hydra import compose, initialize_config_dir
+
+    grid = _load_pipeline("recipe_grid")
+    pretrain = _load_pipeline("pretrain")
+    commands = grid.round_1() + grid.round_2()
+    assert len(commands) == 96
+    names = set()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        for line in commands:
+            words = shlex.split(line.split(" > ")[0].split(" && ", 1)[1])
+            assert words[:2] == ["python", "pipelines/pretrain.py"], line
+            plan = pretrain.STAGE.visible(compose(config_name="config", overrides=words[2:]))
+            names.add(plan.run_name)
+    assert len(names) == len(commands)  # every run writes its own folder
+
+
+def _load_pipeline(name: str):
+    spec = importlib.util.spec_from_file_location(f"pipeline_{name}", ROOT / "pipelines" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
