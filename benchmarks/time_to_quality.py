@@ -71,9 +71,13 @@ def training_step(plan: Plan) -> Callable[[], torch.Tensor]:
     loader (collation and masking included), forward, backward, clipping, AdamW and the schedule."""
     job = prepare_run(plan)
     torch.manual_seed(job.seed)
-    module = PretrainModule(job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps)
+    module = PretrainModule(
+        job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
+    )
     module.train()
-    data = PretrainDataModule(str(job.encoded_dir), job.objective, job.train, job.specials, job.vocab_size, job.seed)
+    data = PretrainDataModule(
+        str(job.encoded_dir), job.objective, job.train, job.specials, job.vocab_size, job.seed
+    )
     optimization = module.configure_optimizers()
     optimizer, scheduler = optimization["optimizer"], optimization["lr_scheduler"]["scheduler"]
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -118,7 +122,9 @@ def family_row(family: str, recipe: dict[str, dict[str, str]], rounds: int) -> R
         "seconds_per_step": per_step,
         "seconds_to_target": {name: (h * 3600 if h is not None else None) for name, h in hours.items()},
         "default_final_val_loss": curves["default"][-1][1],
-        "default_test": {k: scores[k] for k in ("test_loss", "test_accuracy", "test_perplexity") if k in scores},
+        "default_test": {
+            k: scores[k] for k in ("test_loss", "test_accuracy", "test_perplexity") if k in scores
+        },
     }
     reached = hours["default"] is not None
     return Row(
@@ -137,7 +143,11 @@ def run(quick: bool = False) -> list[Row]:
     rows = [family_row(family, recipe, rounds=5 if quick else 20) for family, recipe in recipes().items()]
     for row in rows:
         e = row.extra
-        steps = ", ".join(f"{k} {v:.0f}" if v is not None else f"{k} not reached" for k, v in e["steps_to_target"].items())
+        steps = ", ".join(
+            f"{k} {v:.0f}" if v is not None else f"{k} not reached" for k, v in e["steps_to_target"].items()
+        )
         per = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in e["seconds_per_step"].items())
-        print(f"  {row.name} {e['target_val_loss']:.3f}: steps to target {steps}; per step {per}; default test {e['default_test']}")
+        print(
+            f"  {row.name} {e['target_val_loss']:.3f}: steps to target {steps}; per step {per}; default test {e['default_test']}"
+        )
     return rows

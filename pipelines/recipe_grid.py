@@ -54,32 +54,79 @@ def round_1() -> list[str]:
         for warmup in (25, 100):
             for schedule, overrides in (("cos", COSINE), ("lin0", LINEAR_TO_ZERO)):
                 if (lr, warmup, schedule) != ("6e-3", 100, "cos"):  # cal_default
-                    runs.append(command(f"A_lr{lr}_w{warmup}_{schedule}", DECODER, 500, 50,
-                                        f"optim.lr={lr} optim.warmup_steps={warmup} {overrides}"))
+                    runs.append(
+                        command(
+                            f"A_lr{lr}_w{warmup}_{schedule}",
+                            DECODER,
+                            500,
+                            50,
+                            f"optim.lr={lr} optim.warmup_steps={warmup} {overrides}",
+                        )
+                    )
     for name in ("d96L4", "d64L4", "d128L2", "d64L2", "d192L4", "d128L6"):
         steps, shape = SHAPES[name]
         for lr in ("6e-3", "1e-2", "2e-2"):
-            runs.append(command(f"B_{name}_s{steps}_lr{lr}", DECODER, steps, every(steps),
-                                f"{shape} optim.lr={lr} optim.warmup_steps=25 {LINEAR_TO_ZERO}"))
+            runs.append(
+                command(
+                    f"B_{name}_s{steps}_lr{lr}",
+                    DECODER,
+                    steps,
+                    every(steps),
+                    f"{shape} optim.lr={lr} optim.warmup_steps=25 {LINEAR_TO_ZERO}",
+                )
+            )
     for lr in ("4e-3", "6e-3", "1e-2"):
-        runs.append(command(f"C_b16_lr{lr}", DECODER, 1000, 100,
-                            f"train.batch_size=16 optim.lr={lr} optim.warmup_steps=50 {LINEAR_TO_ZERO}"))
+        runs.append(
+            command(
+                f"C_b16_lr{lr}",
+                DECODER,
+                1000,
+                100,
+                f"train.batch_size=16 optim.lr={lr} optim.warmup_steps=50 {LINEAR_TO_ZERO}",
+            )
+        )
     for steps in (1500, 3000, 6000):
         runs.append(command(f"D_default_s{steps}", DECODER, steps, steps // 10))
-        runs.append(command(f"D_lr1e-2_w25_lin0_s{steps}", DECODER, steps, steps // 10,
-                            f"optim.lr=1e-2 optim.warmup_steps=25 {LINEAR_TO_ZERO}"))
+        runs.append(
+            command(
+                f"D_lr1e-2_w25_lin0_s{steps}",
+                DECODER,
+                steps,
+                steps // 10,
+                f"optim.lr=1e-2 optim.warmup_steps=25 {LINEAR_TO_ZERO}",
+            )
+        )
     q = f"optim.lr=1e-2 optim.warmup_steps=25 {LINEAR_TO_ZERO}"
-    for name, extra in (("E_beta99", "optim.betas=[0.9,0.99]"), ("E_wd0", "optim.weight_decay=0.0"),
-                        ("F_swiglu", "model.activation=swiglu model.d_ff=344"), ("F_rms", "model.norm=rms"),
-                        ("H_untied", "model.tie_embeddings=false"), ("F_heads2", "model.n_heads=2"),
-                        ("F_heads8", "model.n_heads=8")):
+    for name, extra in (
+        ("E_beta99", "optim.betas=[0.9,0.99]"),
+        ("E_wd0", "optim.weight_decay=0.0"),
+        ("F_swiglu", "model.activation=swiglu model.d_ff=344"),
+        ("F_rms", "model.norm=rms"),
+        ("H_untied", "model.tie_embeddings=false"),
+        ("F_heads2", "model.n_heads=2"),
+        ("F_heads8", "model.n_heads=8"),
+    ):
         runs.append(command(name, DECODER, 500, 50, f"{q} {extra}"))
     for steps in (500, 800):
         for lr in ("2e-3", "4e-3"):
-            runs.append(command(f"Enc_s{steps}_lr{lr}_w25_lin0", ENCODER, steps, 100,
-                                f"optim.lr={lr} optim.warmup_steps=25 {LINEAR_TO_ZERO}"))
-    runs.append(command("Enc_d96_s1000_lr3e-3", ENCODER, 1000, 100,
-                        f"model.d_model=96 model.d_ff=384 optim.lr=3e-3 optim.warmup_steps=25 {LINEAR_TO_ZERO}"))
+            runs.append(
+                command(
+                    f"Enc_s{steps}_lr{lr}_w25_lin0",
+                    ENCODER,
+                    steps,
+                    100,
+                    f"optim.lr={lr} optim.warmup_steps=25 {LINEAR_TO_ZERO}",
+                )
+            )
+    runs.append(
+        command(
+            "Enc_d96_s1000_lr3e-3",
+            ENCODER,
+            1000,
+            100,
+            f"model.d_model=96 model.d_ff=384 optim.lr=3e-3 optim.warmup_steps=25 {LINEAR_TO_ZERO}",
+        )
+    )
     runs.append(command("Enc_mask30_s800", ENCODER, 800, 100, "objective.mlm_probability=0.3"))
     runs.append(command("Enc_mask50_s800", ENCODER, 800, 100, "objective.mlm_probability=0.5"))
     return runs
@@ -91,22 +138,50 @@ def round_2() -> list[str]:
         steps, shape = SHAPES[name]
         for lr in ("6e-3", "1e-2"):
             for warmup in (100, 200):
-                runs.append(command(f"R_{name}_s{steps}_lr{lr}_w{warmup}", DECODER, steps, every(steps),
-                                    f"{shape} optim.lr={lr} optim.warmup_steps={warmup}"))
+                runs.append(
+                    command(
+                        f"R_{name}_s{steps}_lr{lr}_w{warmup}",
+                        DECODER,
+                        steps,
+                        every(steps),
+                        f"{shape} optim.lr={lr} optim.warmup_steps={warmup}",
+                    )
+                )
     for warmup in (200, 300):
         runs.append(command(f"R_d128L4_w{warmup}", DECODER, 500, 50, f"optim.warmup_steps={warmup}"))
-    for name, extra in (("swiglu", "model.activation=swiglu model.d_ff=344"),
-                        ("untied", "model.tie_embeddings=false"), ("heads8", "model.n_heads=8")):
+    for name, extra in (
+        ("swiglu", "model.activation=swiglu model.d_ff=344"),
+        ("untied", "model.tie_embeddings=false"),
+        ("heads8", "model.n_heads=8"),
+    ):
         runs.append(command(f"R_d128L4_{name}", DECODER, 500, 50, extra))
-    runs.append(command("R_d64L2_b16_s1900_lr4e-3_w200", DECODER, 1900, 190,
-                        f"{SHAPES['d64L2'][1]} train.batch_size=16 optim.lr=4e-3 optim.warmup_steps=200"))
+    runs.append(
+        command(
+            "R_d64L2_b16_s1900_lr4e-3_w200",
+            DECODER,
+            1900,
+            190,
+            f"{SHAPES['d64L2'][1]} train.batch_size=16 optim.lr=4e-3 optim.warmup_steps=200",
+        )
+    )
     runs.append(command("L_d64L2_s4000", DECODER, 4000, 400, SHAPES["d64L2"][1]))
     for steps in (3000, 1500):
         runs.append(command(f"L_d128L4_drop0.1_s{steps}", DECODER, steps, steps // 10, "model.dropout=0.1"))
     for steps, lr in ((800, "2e-3"), (800, "3e-3"), (1000, "3e-3")):
-        runs.append(command(f"Enc_d96_s{steps}_lr{lr}_w100", ENCODER, steps, 100,
-                            f"model.d_model=96 model.d_ff=384 optim.lr={lr}"))
-    runs.append(command("Enc_d64_s1200_lr3e-3_w100", ENCODER, 1200, 100, "model.d_model=64 model.d_ff=256 optim.lr=3e-3"))
+        runs.append(
+            command(
+                f"Enc_d96_s{steps}_lr{lr}_w100",
+                ENCODER,
+                steps,
+                100,
+                f"model.d_model=96 model.d_ff=384 optim.lr={lr}",
+            )
+        )
+    runs.append(
+        command(
+            "Enc_d64_s1200_lr3e-3_w100", ENCODER, 1200, 100, "model.d_model=64 model.d_ff=256 optim.lr=3e-3"
+        )
+    )
     return runs
 
 
@@ -116,7 +191,16 @@ def main() -> None:
     args = parser.parse_args()
     runs = round_1() if args.round == 1 else round_2()
     # the longest runs first, so that a parallel pool does not end on them
-    runs.sort(key=lambda r: 0 if any(tag in r for tag in ("run_name=D_", "run_name=L_", "run_name=Enc", "run_name=cal_enc", "b16_s")) else 1)
+    runs.sort(
+        key=lambda r: (
+            0
+            if any(
+                tag in r
+                for tag in ("run_name=D_", "run_name=L_", "run_name=Enc", "run_name=cal_enc", "b16_s")
+            )
+            else 1
+        )
+    )
     print("\n".join(runs))
 
 

@@ -64,8 +64,13 @@ def compact(found: list[dict], target: float | None) -> str:
         if not points:
             continue
         step, loss = min(points, key=lambda p: p[1])
-        cells = [f"`{row['run']}`", str(row["metrics"].get("steps", "")), f"{points[-1][1]:.3f} ({points[-1][0]})",
-                 f"{loss:.3f} ({step})", f"{float(row['curve'][-1]['val_accuracy']):.1%}"]
+        cells = [
+            f"`{row['run']}`",
+            str(row["metrics"].get("steps", "")),
+            f"{points[-1][1]:.3f} ({points[-1][0]})",
+            f"{loss:.3f} ({step})",
+            f"{float(row['curve'][-1]['val_accuracy']):.1%}",
+        ]
         if target is not None:
             reached = steps_to(points, target)
             cells.append(f"{reached:.0f}" if reached is not None else "not reached")
@@ -77,12 +82,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--match", help="only runs whose name contains this string")
-    parser.add_argument("--compact", action="store_true", help="last and lowest loss, not one column per step")
-    parser.add_argument("--target", type=float, help="with --compact: the step each run first reaches this loss")
+    parser.add_argument(
+        "--compact", action="store_true", help="last and lowest loss, not one column per step"
+    )
+    parser.add_argument(
+        "--target", type=float, help="with --compact: the step each run first reaches this loss"
+    )
     args = parser.parse_args()
+    if args.target is not None and not args.compact:
+        print(
+            f"--target {args.target:g}: only read with --compact, expected both or neither", file=sys.stderr
+        )
+        raise SystemExit(2)
     found = rows(args.root, args.match)
     if not found:
-        print(f"{args.root}: no finished runs (reports/metrics.json); expected the knob study's folders", file=sys.stderr)
+        print(
+            f"{args.root}: no finished runs (reports/metrics.json); expected the knob study's folders",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     print(compact(found, args.target) if args.compact else table(found))
 

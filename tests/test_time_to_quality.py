@@ -24,6 +24,12 @@ def ttq(monkeypatch):
     return importlib.import_module("benchmarks.time_to_quality")
 
 
+def test_read_val_curve_keeps_file_order(tmp_path):
+    path = tmp_path / "val_loss.csv"
+    path.write_text("step,val_loss,val_accuracy\n100,7.5,0.05\n200,6.25,0.125\n")
+    assert read_val_curve(path) == [(100, 7.5), (200, 6.25)]
+
+
 def test_steps_to_interpolates_the_first_crossing():
     curve = [(100, 7.0), (200, 6.0), (300, 5.0), (400, 5.5)]
     assert steps_to(curve, 6.5) == pytest.approx(150.0)  # halfway between 7.0 at 100 and 6.0 at 200
@@ -70,6 +76,13 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
         text=True,
     )
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1
+    alone = subprocess.run(
+        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path), "--target", "7"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1 and "--compact" in alone.stderr
 
 
 def test_every_knob_study_grid_command_is_a_valid_pretrain_plan():
