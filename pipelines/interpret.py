@@ -1,0 +1,23 @@
+"""DVC stage `interpret`: attention maps, logit lens, induction heads and in-context learning of the
+default decoder along its pretraining checkpoints (reports/interpret/decoder/, logged to MLflow).
+
+python pipelines/interpret.py
+python pipelines/interpret.py interpret.trajectory=[step100,step1000]
+"""
+
+from lmforge.interpret.config import interpret_config
+from lmforge.interpret.stage import run
+from lmforge.stage import Stage
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tracking import cli
+from lmforge.training.config import train_config
+
+STAGE = Stage(
+    "interpret",
+    run,
+    reads={"interpret": interpret_config, "tokenizer": tokenizer_config, "train": train_config},
+)
+
+
+if __name__ == "__main__":
+    cli(STAGE, __file__, "interpret")
