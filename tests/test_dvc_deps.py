@@ -72,7 +72,9 @@ def covers(dep: Path, path: Path) -> bool:
 
 
 def is_code(dep: str) -> bool:
-    return Path(dep).parts[0] in CODE
+    """A code or config dep; pipelines/experiments/dvc.lock (which the findings stage reads as the
+    record of that pipeline's results) is data."""
+    return Path(dep).parts[0] in CODE and Path(dep).name != "dvc.lock"
 
 
 def current_experiment() -> str:

@@ -67,6 +67,8 @@ ALL_STAGES = {
     "scaling_sweep",
     "scaling_fit",
     "scaling_plots",
+    "interpret",
+    "findings",
 }
 MULTIRUNS = {
     "finetune": ROWS,
@@ -142,6 +144,11 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     assert (fit["law"] is None) == (fit["n_cells"] < 7) and (fit["law"] is None or fit["law"]["alpha"] >= 0)
     assert ("| alpha |" in (scaling / "law.md").read_text()) == (fit["law"] is not None)
     assert len(list((scaling / "figures").glob("*.png"))) == 4
+    interpreted = json.loads((repo / "reports" / "interpret" / "decoder" / "interpret.json").read_text())
+    assert [t["step"] for t in interpreted["trajectory"]] == [3, 9, 30]  # the smoke decoder's kept checkpoints
+    findings = json.loads((repo / "reports" / "findings.json").read_text())
+    assert sum(findings["counts"].values()) == len(findings["claims"]) >= 11
+    assert findings["claims"]["induction"]["verdict"] != "not tested"  # read from this run's interpret
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
@@ -161,7 +168,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     rerun = _ran(_dvc(["repro"], repo, env))
     downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
     distill = {"distill", "distill_finetune", "distill_summary"}
-    assert rerun == downstream | {"finetune", "finetune_summary"} | distill
+    assert rerun == downstream | {"finetune", "finetune_summary"} | distill | {"findings"}
 
     import mlflow
 

@@ -1,0 +1,18 @@
+"""DVC stage `findings`: the course's claims tested on the committed reports of every stage and
+experiment, each with its numbers, one figure and a verdict computed by a rule (reports/findings.md,
+reports/findings.json, reports/findings/; logged to MLflow).
+
+python pipelines/findings.py
+"""
+
+from lmforge.findings.config import findings_config
+from lmforge.findings.stage import run
+from lmforge.stage import Stage
+from lmforge.tracking import cli
+
+
+STAGE = Stage("findings", run, reads={"findings": findings_config})
+
+
+if __name__ == "__main__":
+    cli(STAGE, __file__, "findings")

@@ -1,0 +1,96 @@
+"""The `findings` stage: every claim of `claims.CLAIMS` tested on the committed reports, written to
+{out} (markdown), {out}.json (verdicts and numbers) and a figure folder beside them, and logged to MLflow.
+
+A claim whose report is missing or stale (evidence.py) is "not tested", with the reason; the stage
+itself fails only on a report that exists but cannot be read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from lmforge.findings.claims import CLAIMS
+from lmforge.findings.evidence import Evidence, MissingEvidence
+from lmforge.findings.rules import NOT_TESTED, VERDICTS, Finding
+from lmforge.io import write_json, write_text
+from lmforge.stage import Plan, StageResult
+
+
+def run(plan: Plan) -> StageResult:
+    cfg = plan.findings
+    out = Path(cfg.out)
+    figures = out.with_suffix("")  # reports/findings/ beside reports/findings.md
+    evidence = Evidence(cfg.reports_dir, cfg.experiments_lock)
+    findings: dict[str, Finding] = {}
+    for key, claim in CLAIMS.items():
+        try:
+            findings[key] = claim.test(evidence, cfg, figures)
+        except MissingEvidence as err:
+            findings[key] = Finding(NOT_TESTED, str(err))
+        except (KeyError, StopIteration) as err:  # a report older than the claim's code
+            findings[key] = Finding(
+                NOT_TESTED,
+                f"its reports lack the field {err!s} that this rule reads; rerun the stage that writes them",
+            )
+    counts = Counter(f.verdict for f in findings.values())
+    record = {
+        "counts": {v: counts.get(v, 0) for v in VERDICTS},
+        "claims": {
+            key: {
+                "statement": CLAIMS[key].statement,
+                "verdict": f.verdict,
+                "because": f.because,
+                "numbers": dict(f.numbers),
+                "figure": str(f.figure) if f.figure else None,
+                "needed": f.needed,
+            }
+            for key, f in findings.items()
+        },
+        "sources": evidence.read,
+    }
+    write_json(out.with_suffix(".json"), record)
+    write_text(out, markdown(findings, evidence, out))
+    metrics = {f"claims_{v.replace(' ', '_')}": float(n) for v, n in record["counts"].items()}
+    own = sorted(str(f.figure) for f in findings.values() if f.figure and Path(f.figure).parent == figures)
+    files = [str(out), str(out.with_suffix(".json")), *own]  # other stages' figures are only linked
+    return StageResult(metrics, files)
+
+
+def markdown(findings: dict[str, Finding], evidence: Evidence, out: Path) -> str:
+    def link(path: Path) -> str:
+        return os.path.relpath(path, out.parent)
+
+    lines = [
+        "# Findings: the course's claims, tested on the models this pipeline trained",
+        "",
+        "Written by `dvc repro findings` (pipelines/findings.py) from the reports "
+        "listed at the end. Each verdict follows from the numbers by the rule in "
+        "`src/lmforge/findings/claims.py`; intervals are 95% (over seeds unless a row says otherwise). "
+        "Reports of pipelines/experiments/ are read only while they match what its dvc.lock pins.",
+        "",
+        "| claim | verdict |",
+        "|---|---|",
+        *[f"| [{CLAIMS[k].title}](#{k}) | {f.verdict} |" for k, f in findings.items()],
+        "",
+    ]
+    for key, f in findings.items():
+        claim = CLAIMS[key]
+        lines += [
+            f'<a id="{key}"></a>',
+            f"## {claim.statement}",
+            "",
+            f"**Verdict: {f.verdict}** — {f.because}.",
+            "",
+            f"Experiment: {claim.experiment}.",
+            "",
+        ]
+        if f.numbers:
+            lines += ["| quantity | value |", "|---|---|", *[f"| {q} | {v} |" for q, v in f.numbers], ""]
+        if f.figure is not None:
+            lines += [f"![{key}]({link(f.figure)})", ""]
+        if f.needed and f.verdict != "reproduced":
+            lines += [f"What would be needed: {f.needed}.", ""]
+    lines += ["## Sources", "", *[f"- `{path}`" for path in evidence.read], ""]
+    return "\n".join(lines)

@@ -1,0 +1,328 @@
+"""The findings' rules on hand-made reports (each verdict flips when its numbers cross the rule), the
+evidence check against the experiments' lock, and the stage on the repository's committed reports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+
+from helpers import CONF, entry_stage
+from lmforge.errors import ConfigError
+from lmforge.findings.claims import CLAIMS
+from lmforge.findings.config import FindingsConfig
+from lmforge.findings.evidence import Evidence, MissingEvidence
+from lmforge.findings.rules import NOT_REPRODUCED, NOT_TESTED, REPRODUCED, VERDICTS, Interval, welch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def workspace(tmp_path: Path, reports: dict[str, object], pinned: dict[str, str] | None = None) -> Evidence:
+    """Reports under tmp/reports; `pinned`: {relative path: stage} written into a lock with their md5s."""
+    root = tmp_path / "reports"
+    for rel, data in reports.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+    stages = {}
+    for rel, stage in (pinned or {}).items():
+        path = root / rel
+        md5 = hashlib.md5(path.read_bytes()).hexdigest()
+        stages.setdefault(stage, {"cmd": "x", "outs": []})["outs"].append(
+            {"path": path.as_posix(), "md5": md5}
+        )
+    lock = tmp_path / "dvc.lock"
+    lock.write_text(yaml.safe_dump({"schema": "2.0", "stages": stages}))
+    return Evidence(root, lock)
+
+
+def verdict(key: str, ev: Evidence, tmp_path: Path, **config) -> str:
+    try:
+        return CLAIMS[key].test(ev, FindingsConfig(**config), tmp_path / "figures").verdict
+    except MissingEvidence:
+        return NOT_TESTED
+
+
+def comparison(diff: float, half: float, seeds: int = 3, **extra) -> dict:
+    return {"difference": diff, "low": diff - half, "high": diff + half, "seeds": seeds, **extra}
+
+
+def test_every_claim_of_the_issue_is_registered():
+    assert set(CLAIMS) >= {
+        "pretraining",
+        "few_labels",
+        "distillation",
+        "lora",
+        "warmup",
+        "positions",
+        "gqa",
+        "kv_cache",
+        "scaling",
+        "induction",
+        "beam",
+    }
+
+
+@pytest.mark.parametrize(
+    "sentiment, expected",
+    [((0.03, 0.01), REPRODUCED), ((0.01, 0.02), NOT_REPRODUCED), ((-0.05, 0.01), NOT_REPRODUCED)],
+)
+def test_pretraining_is_reproduced_only_when_every_task_interval_is_above_zero(tmp_path, sentiment, expected):
+    summary = {
+        "comparisons": {
+            "encoder-pos-vs-scratch-pos": comparison(0.02, 0.01),
+            "encoder-sentiment-vs-scratch-sentiment": comparison(*sentiment),
+            "encoder-sentiment-lora-vs-encoder-sentiment": comparison(
+                -0.5, 0.01
+            ),  # not a pretraining comparison
+        }
+    }
+    assert (
+        verdict("pretraining", workspace(tmp_path, {"finetune/summary.json": summary}), tmp_path) == expected
+    )
+
+
+def test_pretraining_without_its_report_is_not_tested(tmp_path):
+    assert verdict("pretraining", workspace(tmp_path, {}), tmp_path) == NOT_TESTED
+
+
+def lora_summary(diff: float, half: float) -> dict:
+    rows = {
+        "m-sentiment-lora": {"params_trainable": 2, "params_total": 100},
+        "m-sentiment": {"params_trainable": 100, "params_total": 100},
+    }
+    return {
+        "comparisons": {"m-sentiment-lora-vs-m-sentiment": comparison(diff, half, 8, margin=0.03)},
+        "rows": rows,
+    }
+
+
+@pytest.mark.parametrize(
+    "diff, half, expected",
+    [(-0.01, 0.015, REPRODUCED), (-0.02, 0.02, NOT_REPRODUCED), (-0.2, 0.01, NOT_REPRODUCED)],
+)
+def test_lora_needs_its_interval_above_minus_the_margin(tmp_path, diff, half, expected):
+    ev = workspace(
+        tmp_path,
+        {
+            "finetune/summary.json": lora_summary(diff, half),
+            "finetune_minilm/summary.json": lora_summary(diff, half),
+        },
+    )
+    assert verdict("lora", ev, tmp_path) == expected
+
+
+def test_an_experiment_report_that_differs_from_its_lock_is_not_read(tmp_path):
+    ev = workspace(
+        tmp_path,
+        {"finetune/learning_curves.json": {}},
+        pinned={"finetune/learning_curves.json": "learning_curves"},
+    )
+    (tmp_path / "reports/finetune/learning_curves.json").write_text('{"changed": 1}')
+    with pytest.raises(MissingEvidence, match="learning_curves"):
+        ev.json("finetune/learning_curves.json")
+    assert verdict("few_labels", ev, tmp_path) == NOT_TESTED
+
+
+def curve(mean: float, std: float = 0.01, seeds: int = 3) -> dict:
+    return {"mean": mean, "std": std, "seeds": seeds}
+
+
+@pytest.mark.parametrize(
+    "gap_few, gap_all, expected",
+    [(0.10, 0.01, REPRODUCED), (0.01, 0.05, NOT_REPRODUCED), (-0.02, -0.01, NOT_REPRODUCED)],
+)
+def test_few_labels_needs_a_positive_gap_at_the_fewest_labels_larger_than_with_all(
+    tmp_path, gap_few, gap_all, expected
+):
+    curves = {
+        "pos": {
+            "encoder-pos": {"100": curve(0.6 + gap_few), "5000": curve(0.9 + gap_all)},
+            "scratch-pos": {"100": curve(0.6), "5000": curve(0.9)},
+        }
+    }
+    ev = workspace(
+        tmp_path,
+        {"finetune/learning_curves.json": curves},
+        pinned={"finetune/learning_curves.json": "learning_curves"},
+    )
+    assert verdict("few_labels", ev, tmp_path) == expected
+
+
+def test_welch_interval_against_scipy_by_hand():
+    d = welch(1.0, 0.1, 3, 0.5, 0.2, 4)
+    assert d.mean == pytest.approx(0.5)
+    # se = sqrt(0.01/3 + 0.04/4) = 0.11547; Welch-Satterthwaite df = 4.571; t_0.975(4.571) = 2.6448
+    assert d.high - d.mean == pytest.approx(2.6448 * 0.11547, rel=1e-3)
+    assert welch(1.0, 0.0, 1, 0.5, 0.1, 3).low is None
+
+
+def distill(gap: tuple[float, float], keep: tuple[float, float], beat: tuple[float, float]) -> dict:
+    def iv(m, h):
+        return {"mean": m, "low": m - h, "high": m + h, "n": 3}
+
+    return {
+        "encoder": {
+            "tasks": {"pos": "token_accuracy"},
+            "teacher_minus_scratch": {"pos": iv(*gap)},
+            "student_retention": {"pos": iv(*keep)},
+            "student_minus_control": {"pos": iv(*beat)},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "gap, keep, beat, expected",
+    [
+        ((0.02, 0.01), (0.99, 0.005), (0.03, 0.01), REPRODUCED),
+        ((0.02, 0.01), (0.85, 0.01), (0.03, 0.01), NOT_REPRODUCED),  # keeps less than 90%
+        ((0.02, 0.01), (0.99, 0.005), (0.0, 0.01), NOT_REPRODUCED),  # does not beat its control
+        ((0.00, 0.01), (0.99, 0.005), (0.03, 0.01), NOT_TESTED),  # the teacher has nothing to keep
+    ],
+)
+def test_distillation_is_judged_only_where_the_teacher_beats_scratch(tmp_path, gap, keep, beat, expected):
+    ev = workspace(tmp_path, {"distill/summary.json": distill(gap, keep, beat)})
+    assert verdict("distillation", ev, tmp_path) == expected
+
+
+def warmup_summary(post_penalty: float, pre_penalty: float) -> dict:
+    def cell(base: float, extra: float) -> dict:
+        runs = {f"x-s{s}": {"final_val_loss": base + extra + 0.01 * s, "bleu": 0.1} for s in (1, 2, 3)}
+        return {"bleu": 0.1, "final_val_loss": base + extra, "runs": runs}
+
+    return {
+        "post-noam": cell(4.5, 0),
+        "post-constant": cell(4.5, post_penalty),
+        "pre-noam": cell(4.4, 0),
+        "pre-constant": cell(4.4, pre_penalty),
+    }
+
+
+@pytest.mark.parametrize("post, pre, expected", [(1.8, 0.1, REPRODUCED), (0.1, 0.1, NOT_REPRODUCED)])
+def test_warmup_compares_the_two_penalties_paired_by_seed(tmp_path, post, pre, expected):
+    path = "translate/warmup_summary/summary.json"
+    ev = workspace(tmp_path, {path: warmup_summary(post, pre)}, pinned={path: "translate_warmup"})
+    assert verdict("warmup", ev, tmp_path) == expected
+
+
+def arch_metrics(rope_past: float, mqa_high: float, speedup: float, rms_ratio: float) -> dict:
+    m = {
+        "kv_cache/speedup": speedup,
+        "kv_cache/decode_tokens_per_second_cache": 1000.0 * speedup,
+        "kv_cache/decode_tokens_per_second_no_cache": 1000.0,
+        "norms/layer/test_loss": 5.0,
+        "norms/rms/test_loss": 5.01,
+        "norms/layer/train_step_seconds": 0.2,
+        "norms/rms/train_step_seconds": 0.2 * rms_ratio,
+        "norms/rms/loss_minus_reference": 0.01,
+        "norms/rms/loss_minus_reference_low": 0.0,
+        "norms/rms/loss_minus_reference_high": 0.02,
+    }
+    # degradation past the training length, and its difference from learned positions' (0.2)
+    for p, d in (("learned", 0.0), ("rope", rope_past), ("alibi", -0.25)):
+        key = f"positions/{p}/degradation_minus_reference"
+        m |= {f"positions/{p}/loss_128": 5.0, f"positions/{p}/degradation_512": 0.2 + d}
+        m |= {
+            key: d,
+            f"{key}_low": d - 0.01 if p != "learned" else 0.0,
+            f"{key}_high": d + 0.01 if p != "learned" else 0.0,
+        }
+    for k, high in ((4, 0.0), (2, 0.03), (1, mqa_high)):
+        m |= {
+            f"kv_heads/{k}/n_heads": 4.0,
+            f"kv_heads/{k}/kv_bytes_per_token": 1024.0 * k / 4,
+            f"kv_heads/{k}/kv_saving": 4.0 / k,
+            f"kv_heads/{k}/test_loss": 5.0,
+            f"kv_heads/{k}/decode_tokens_per_second": 1000.0,
+            f"kv_heads/{k}/loss_minus_reference": high / 2,
+            f"kv_heads/{k}/loss_minus_reference_low": high / 2 - 0.01,
+            f"kv_heads/{k}/loss_minus_reference_high": high,
+        }
+    return m
+
+
+@pytest.mark.parametrize(
+    "key, good, bad",
+    [
+        ("positions", {"rope_past": -0.05}, {"rope_past": 0.1}),
+        ("gqa", {"mqa_high": 0.04}, {"mqa_high": 0.08}),
+        ("kv_cache", {"speedup": 5.0}, {"speedup": 1.1}),
+        ("norms", {"rms_ratio": 0.9}, {"rms_ratio": 1.05}),
+    ],
+)
+def test_architecture_claims_flip_when_their_numbers_cross_the_rule(tmp_path, key, good, bad):
+    base = {"rope_past": -0.05, "mqa_high": 0.04, "speedup": 5.0, "rms_ratio": 0.9}
+    for change, expected in ((good, REPRODUCED), (bad, NOT_REPRODUCED)):
+        folder = tmp_path / expected.replace(" ", "_")
+        ev = workspace(
+            folder, {"arch.json": arch_metrics(**(base | change))}, pinned={"arch.json": "arch_eval"}
+        )
+        assert verdict(key, ev, folder) == expected, (key, change)
+
+
+def interpret_report(heads: list[str], gain: float, icl: tuple[float, float, float]) -> dict:
+    point = {"step": 1000, "icl_score": icl[0], "icl_interval": [icl[1], icl[2]]}
+    return {
+        "induction_heads": heads,
+        "repeat_gain": gain,
+        "first_copy_loss": 9.0,
+        "second_copy_loss": 9.0 - gain,
+        "induction_scores": [[0.5, 0.1]],
+        "induction_threshold": 0.3,
+        "trajectory": [point],
+    }
+
+
+@pytest.mark.parametrize(
+    "heads, gain, icl, expected",
+    [
+        (["L2H1"], 3.0, (-0.2, -0.25, -0.15), REPRODUCED),
+        ([], 0.0, (-0.2, -0.25, -0.15), NOT_REPRODUCED),  # ICL without induction heads
+        (["L2H1"], 3.0, (0.0, -0.05, 0.05), NOT_REPRODUCED),  # heads, but no ICL shown
+    ],
+)
+def test_induction_needs_both_heads_and_in_context_learning(tmp_path, heads, gain, icl, expected):
+    ev = workspace(tmp_path, {"interpret/decoder/interpret.json": interpret_report(heads, gain, icl)})
+    assert verdict("induction", ev, tmp_path) == expected
+
+
+@pytest.mark.parametrize("beam4, expected", [(10.0, REPRODUCED), (8.5, NOT_REPRODUCED)])
+def test_beam_needs_one_bleu_over_greedy(tmp_path, beam4, expected):
+    ev = workspace(tmp_path, {"translate/main/eval.json": {"bleu_beam1": 8.0, "bleu_beam4": beam4}})
+    assert verdict("beam", ev, tmp_path) == expected
+
+
+def test_interval_display():
+    assert (
+        Interval(0.0123, 0.01, 0.02).show(scale=100, digits=1, suffix=" points") == "+1.2 points [+1.0, +2.0]"
+    )
+    assert Interval(0.5, None, None).show() == "+0.500 (no interval)"
+
+
+@pytest.mark.parametrize(
+    "values, needle",
+    [({"lora_margin": 0}, "findings.lora_margin"), ({"kv_speedup_floor": 0.5}, "findings.kv_speedup_floor")],
+)
+def test_bad_findings_values_name_the_key(values, needle):
+    with pytest.raises(ConfigError, match=needle):
+        FindingsConfig(**values)
+
+
+def test_findings_stage_on_the_committed_reports(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the committed reports and experiments lock, read-only
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(
+            config_name="findings", overrides=["logger=none", f"findings.out={tmp_path}/findings.md"]
+        )
+    result = entry_stage("findings")(cfg)
+    record = json.loads((tmp_path / "findings.json").read_text())
+    assert set(record["claims"]) == set(CLAIMS)
+    assert all(c["verdict"] in VERDICTS for c in record["claims"].values())
+    assert sum(result.metrics.values()) == len(CLAIMS)
+    text = (tmp_path / "findings.md").read_text()
+    for claim in CLAIMS.values():
+        assert claim.title in text and claim.statement in text
