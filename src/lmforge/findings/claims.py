@@ -12,7 +12,7 @@ from lmforge.findings.config import FindingsConfig
 from lmforge.findings.evidence import Evidence
 from lmforge.findings.figures import bars, forest
 from lmforge.findings.rules import NOT_REPRODUCED, NOT_TESTED, REPRODUCED, Finding, Interval, welch
-from lmforge.stats import Difference, within
+from lmforge.stats import Difference, paired, within
 
 
 @dataclass(frozen=True)
@@ -268,8 +268,6 @@ def lora(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
     "`dvc repro pipelines/experiments/dvc.yaml:translate_warmup`",
 )
 def warmup(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
-    from lmforge.stats import paired
-
     summary = ev.json("translate/warmup_summary/summary.json")
 
     def per_seed(cell: str) -> dict[int, float]:
