@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,8 @@ def workspace(tmp_path: Path, reports: dict[str, object], pinned: dict[str, str]
     for rel, stage in (pinned or {}).items():
         path = root / rel
         md5 = hashlib.md5(path.read_bytes()).hexdigest()
-        stages.setdefault(stage, {"cmd": "x", "outs": []})["outs"].append(
-            {"path": path.as_posix(), "md5": md5}
-        )
+        out = {"path": Path(os.path.relpath(path)).as_posix(), "md5": md5}  # as dvc.lock: from the root
+        stages.setdefault(stage, {"cmd": "x", "outs": []})["outs"].append(out)
     lock = tmp_path / "dvc.lock"
     lock.write_text(yaml.safe_dump({"schema": "2.0", "stages": stages}))
     return Evidence(root, lock)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmforge.findings.config import FindingsConfig
-from lmforge.findings.evidence import Evidence
+from lmforge.findings.evidence import Evidence, MissingEvidence
 from lmforge.findings.figures import bars, forest
 from lmforge.findings.rules import NOT_REPRODUCED, NOT_TESTED, REPRODUCED, Finding, Interval, welch
 from lmforge.stats import Difference, paired, within
@@ -216,7 +216,7 @@ def lora(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
     for backbone, path in sources.items():
         try:
             summary = ev.json(path)
-        except Exception as err:  # noqa: BLE001 - a missing source leaves this backbone untested
+        except MissingEvidence as err:  # a missing or stale source leaves this backbone untested
             missing.append(f"{backbone} ({err})")
             continue
         for key, d in sorted(summary["comparisons"].items()):
@@ -536,7 +536,7 @@ def scaling(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
     for sweep, path in [("default", "scaling/default/fit.json"), ("large", "scaling/large/fit.json")]:
         try:
             fit = ev.json(path)
-        except Exception as err:  # noqa: BLE001 - a missing sweep leaves its rows out
+        except MissingEvidence as err:  # a missing or stale sweep leaves its rows out
             numbers.append((f"{sweep} sweep", f"not read ({err})"))
             continue
         numbers += [(f"{sweep} sweep: {q}", v) for q, v in _law(fit)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ class Evidence:
         if not path.is_file():
             raise MissingEvidence(f"{path} does not exist ({self.producer(path)})")
         data = path.read_bytes()
-        key = path.as_posix()
+        key = self.key(path)
         if key in self.pinned:
             stage, md5 = self.pinned[key]
             if hashlib.md5(data).hexdigest() != md5:
@@ -53,8 +54,13 @@ class Evidence:
             self.read.append(key)
         return value
 
+    @staticmethod
+    def key(path: Path) -> str:
+        """A path as the lock records it: relative to the repository root, where stages run."""
+        return Path(os.path.relpath(path)).as_posix()
+
     def producer(self, path: Path) -> str:
-        key = path.as_posix()
+        key = self.key(path)
         if key in self.pinned:
             return f"pipelines/experiments/dvc.yaml:{self.pinned[key][0]}"
         return "no stage of pipelines/experiments/dvc.lock records it; for a dvc.yaml stage, run it"
