@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from hydra import compose, initialize_config_dir
 
-from helpers import tiny
+from helpers import CONF, entry_stage, fails_in_one_line, tiny
 from lmforge.architecture.config import ArchConfig
 from lmforge.architecture.measures import interleaved_medians, kv_cache_bytes_per_token, train_step_seconds
 from lmforge.architecture.stage import difference
@@ -71,3 +72,10 @@ def test_difference_is_paired_by_window():
 def test_bad_arch_values_name_the_key(values, needle):
     with pytest.raises(ConfigError, match=needle):
         ArchConfig(**values)
+
+
+@pytest.mark.parametrize("lengths", ["[256,512]", "[64,128]"])
+def test_arch_eval_needs_the_training_length_and_a_longer_one(lengths, capsys):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="arch", overrides=["logger=none", f"arch.lengths={lengths}"])
+    assert "arch.lengths" in fails_in_one_line(capsys, entry_stage("arch_eval"), cfg)

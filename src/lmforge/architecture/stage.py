@@ -29,7 +29,7 @@ from lmforge.architecture.measures import (
     train_step_seconds,
 )
 from lmforge.architecture.plots import kv_figure, positions_figure
-from lmforge.errors import DataError
+from lmforge.errors import ConfigError, DataError
 from lmforge.interpret.data import text_windows
 from lmforge.interpret.induction import token_losses
 from lmforge.io import write_json, write_text
@@ -67,6 +67,11 @@ def run(plan: Plan) -> StageResult:
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     eos = special_token_ids(load_tokenizer(tokenizer_file)).eos
     train_length = plan.train.seq_len
+    if train_length not in cfg.lengths or train_length == cfg.lengths[-1]:
+        raise ConfigError(
+            f"arch.lengths: got {list(cfg.lengths)}, expected the training length train.seq_len={train_length} "
+            "and at least one longer length"
+        )
     names = list(dict.fromkeys([*cfg.positions, *cfg.kv_heads, *cfg.norms]))
     models = {name: load_module(Path(cfg.artifacts_dir) / name / "best.ckpt").model for name in names}
     records = {name: pretrain_record(Path(cfg.pretrain_reports), name) for name in names}
