@@ -64,14 +64,14 @@ def pretrain_record(folder: Path, run: str) -> dict:
 
 def run(plan: Plan) -> StageResult:
     cfg, out = plan.arch, Path(plan.arch.out_dir)
-    tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
-    eos = special_token_ids(load_tokenizer(tokenizer_file)).eos
     train_length = plan.train.seq_len
     if train_length not in cfg.lengths or train_length == cfg.lengths[-1]:
         raise ConfigError(
             f"arch.lengths: got {list(cfg.lengths)}, expected the training length train.seq_len={train_length} "
             "and at least one longer length"
         )
+    tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
+    eos = special_token_ids(load_tokenizer(tokenizer_file)).eos
     names = list(dict.fromkeys([*cfg.positions, *cfg.kv_heads, *cfg.norms]))
     models = {name: load_module(Path(cfg.artifacts_dir) / name / "best.ckpt").model for name in names}
     records = {name: pretrain_record(Path(cfg.pretrain_reports), name) for name in names}
