@@ -51,6 +51,7 @@ ALL_STAGES = {
     "encode@bpe",
     *(f"pretrain@{f}" for f in FAMILIES),
     *(f"evaluate@{f}" for f in FAMILIES),
+    *(f"export@{f}" for f in FAMILIES),
     *(f"task@{t}" for t in VARS["tasks"]),
     "finetune",
     "finetune_summary",
@@ -149,6 +150,11 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     findings = json.loads((repo / "reports" / "findings.json").read_text())
     assert sum(findings["counts"].values()) == len(findings["claims"]) >= 11
     assert findings["claims"]["induction"]["verdict"] != "not tested"  # read from this run's interpret
+    for family in FAMILIES:  # each pretrained model as a Hugging Face folder that transformers reproduces
+        exported = json.loads((repo / "reports" / "export" / f"{family}.json").read_text())
+        assert exported["max_abs_logit_diff"] <= 1e-4 and exported["tokenizer_ids_identical"], family
+        assert family == "encoder" or exported["greedy_prompts"] > 0  # near-ties of a smoke model may differ
+        assert (repo / "artifacts" / "hf" / family / "model.safetensors").is_file()
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 
@@ -168,7 +174,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     rerun = _ran(_dvc(["repro"], repo, env))
     downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
     distill = {"distill", "distill_finetune", "distill_summary"}
-    assert rerun == downstream | {"finetune", "finetune_summary"} | distill | {"findings"}
+    assert rerun == downstream | {"export@encoder", "finetune", "finetune_summary"} | distill | {"findings"}
 
     import mlflow
 

@@ -1,0 +1,24 @@
+"""DVC stage `export@<run>`: a pretrained model of ours as a Hugging Face folder (artifacts/hf/<run>/),
+checked against transformers (reports/export/<run>.json).
+
+python pipelines/export.py export.run=decoder tokenizer=bpe
+python pipelines/export.py export.run=encoder tokenizer=wordpiece export.out_dir=/tmp/hf
+"""
+
+from lmforge.export.config import export_config
+from lmforge.export.stage import run
+from lmforge.stage import Stage
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tracking import cli
+
+STAGE = Stage(
+    "export",
+    run,
+    reads={"export": export_config, "tokenizer": tokenizer_config},
+    instance_key="export.run",
+    owns=lambda plan: [f"{plan.export.out_dir}/{plan.export.run}"],
+)
+
+
+if __name__ == "__main__":
+    cli(STAGE, __file__, "export")
