@@ -22,6 +22,8 @@ STAGE = Stage(
         "run_name": run_name_value,
     },
     instance_key="run_name",
+    evaluates=lambda plan: plan.train.out_dir,  # links to the pretrain run, whose model it registers
+    score=("test_loss", "min"),
 )
 
 

@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import pytest
 import yaml
+from dvc.dependency.param import ParamsDependency
 from dvc.repo import Repo
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.utils import create_config_search_path
@@ -57,6 +58,7 @@ INTERPOLATION = re.compile(r"\$\{([A-Za-z_]\w*)[^:{}]*\}")
 class DvcStage(NamedTuple):
     commands: list[list[str]]  # each command of the stage, split
     deps: list[str]  # dep paths, relative to the repository root
+    params: list[str]  # the files of its `params:` section
 
 
 # The root pipeline and the experiments `dvc repro` leaves out (run as `dvc repro <file>`).
@@ -108,10 +110,14 @@ def stages(experiment: str) -> dict[str, DvcStage]:
             for s in repo.index.stages:
                 commands = s.cmd if isinstance(s.cmd, list) else [s.cmd]
                 wdir = Path(s.wdir).resolve().relative_to(Path(tmp).resolve())
-                deps = [(wdir / d.def_path).as_posix() if str(wdir) != "." else d.def_path for d in s.deps]
+                paths = {
+                    d: (wdir / d.def_path).as_posix() if str(wdir) != "." else d.def_path for d in s.deps
+                }
+                deps = [p for d, p in paths.items() if not isinstance(d, ParamsDependency)]
+                params = [p for d, p in paths.items() if isinstance(d, ParamsDependency)]
                 pipeline = Path(s.dvcfile.path).resolve().relative_to(Path(tmp).resolve()).as_posix()
                 name = s.name if pipeline == "dvc.yaml" else f"{pipeline}:{s.name}"  # as dvc status names it
-                found[name] = DvcStage([shlex.split(c) for c in commands], deps)
+                found[name] = DvcStage([shlex.split(c) for c in commands], deps, params)
             return found
         finally:
             repo.close()
@@ -280,6 +286,23 @@ def problems(experiment: str, name: str) -> list[str]:
 def test_stage_depends_on_everything_it_reads(experiment, name):
     found = problems(experiment, name)
     assert not found, f"dvc.yaml: stage {name} (experiment={experiment}) " + "; ".join(found)
+
+
+GROUP_FILE = re.compile(
+    r"^conf/(?!paths/|experiment/|hydra/)[a-z_]+/[^/]+\.yaml$"
+)  # a group's preset or base
+
+
+@pytest.mark.parametrize("name", list(stages("default")), ids=lambda v: v)
+def test_params_list_the_config_group_files_the_stage_reads(name):
+    """`dvc exp show` and `dvc params diff` show a stage's knobs: the group files among its deps (not
+    the primary config, the paths or the experiment overlay), each once. The experiments pipeline
+    declares none yet."""
+    stage = stages("default")[name]
+    if name.startswith("pipelines/"):
+        assert stage.params == [], name
+        return
+    assert stage.params == list(dict.fromkeys(d for d in stage.deps if GROUP_FILE.match(d))), name
 
 
 def test_the_check_rejects_missing_unread_and_too_coarse_deps():

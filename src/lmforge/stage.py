@@ -46,9 +46,28 @@ class Plan:
         return key in self._parsed
 
 
+class TrainedModel(NamedTuple):
+    """The model a training stage ends with, for MLflow to log once (`lmforge.serving`)."""
+
+    checkpoint: str  # a checkpoint `lmforge.training.checkpoints.load_module` reads (weights_only)
+    tokenizer: str  # its tokenizer.json
+    family: str  # encoder, decoder or encoder_decoder: what `predict` does with a text
+
+
+class DataInput(NamedTuple):
+    """A dataset a run read, for MLflow's run inputs."""
+
+    source: str  # the folder or file it came from
+    files: tuple[str, ...]  # the files whose bytes make its digest
+    rows: int  # documents, examples or sentence pairs
+
+
 class StageResult(NamedTuple):
     metrics: dict[str, float]  # flat names -> numbers, ready for mlflow.log_metrics
-    artifacts: list[str]  # every file the stage wrote, for mlflow.log_artifact
+    artifacts: list[str]  # the reports and figures the stage wrote, for mlflow.log_artifact
+    params: dict[str, Any] = {}  # values the run decided beyond its config (the model as built), logged as params
+    model: TrainedModel | None = None  # a training stage's final model, logged as an MLflow model
+    inputs: dict[str, DataInput] = {}  # dataset context (train, val, test) -> what it read
 
 
 def seed_value(value: Any) -> int:
@@ -79,6 +98,8 @@ class Stage:
     checks: tuple[Check, ...] = ()  # rules across groups (the schedule fits the run), after each group's
     owns: Callable[[Plan], list[str]] | None = None  # output folders this run takes for itself
     extends: Callable[[Plan], str | None] | None = None  # the output folder of a run this one continues
+    evaluates: Callable[[Plan], str | None] | None = None  # the output folder of the run it evaluates
+    score: tuple[str, str] | None = None  # (metric, "min" or "max"): ranks the evaluated run's model
 
     def resumes(self, plan: Plan) -> bool:
         return bool(self.will_resume and self.will_resume(plan))

@@ -1,14 +1,31 @@
-"""Run a stage under MLflow: resolved config as params, metrics, artifacts and provenance tags.
+"""Run a stage under MLflow: a run per stage in a run per pipeline, true params, metrics, the model.
 
 Every DVC stage's entry point calls `execute(stage, cfg)`. It validates the config groups the stage
 declares, takes a lock so that two runs of the same stage instance never overlap, and on rank zero
 opens one MLflow run (experiment `logger.experiment`, store `logger.tracking_uri`, a local sqlite file
-by default) tagged with the git commit, the DVC stage (`finetune@<row>` for each row that the
-finetune stage's multirun fine-tunes) and a hash of the prepared data, with the
-stage's own (validated, resolved) config as params. The stage's work returns a `StageResult`, whose
-metrics and artifacts are logged. A run left RUNNING by a killed process is continued when the stage
-resumes, else marked KILLED. Other ranks of a multi-process run log nothing. A `LmforgeError` ends
-the process with one line on stderr, exit 2.
+by default). Other ranks of a multi-process run log nothing. A `LmforgeError` ends the process with
+one line on stderr, exit 2.
+
+Hierarchy. The run is a child of one parent run per pipeline invocation: the `dvc repro` or `dvc exp
+run` that started it (found by its process; `LMFORGE_PIPELINE=<name>` names an invocation
+explicitly), or the Hydra multirun it belongs to. A stage that sweeps a multirun under DVC
+(fine-tuning's rows, distillation's runs) has a run of its own between the two; fine-tuning's seeds
+and the scaling sweep's cells are children of their row and sweep. A run started alone, by hand, has
+no parent. An evaluation is tagged with the run whose model it evaluates (`evaluates_run_id`).
+
+Tags on every run: `git_commit` and `git_dirty`, `dvc_stage` (DVC's own name: `pretrain@decoder`,
+`finetune`), `lmforge_job` (the instance: `finetune@<row>`), `experiment` (the overlay), `data_hash`
+(the prepared data), `seed`. Names read `<job> <MM-DD HH:MM:SS>`, so no two runs share one.
+
+Params are the stage's validated config, flattened once (`model.d_model`), with what the run decided
+itself replacing the configured value (the model's vocabulary size is the tokenizer's). Artifacts
+are the reports and figures, under fixed paths (`report/`, `plots/`) so runs compare; checkpoints
+and data are never uploaded: a training stage logs its final model once, as an MLflow pyfunc model
+(`lmforge.serving`) that predicts on raw text, and its datasets as run inputs (digest, source, rows).
+System metrics (CPU, memory) are sampled on every run. An evaluation with a `score` registers the
+evaluated model (`lmforge-<job>`) with the alias `candidate`, and `champion` when it beats the
+current champion's score. A run left RUNNING by a killed process is continued when the stage
+resumes, else marked KILLED.
 """
 
 from __future__ import annotations
@@ -17,15 +34,17 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
-from lmforge.stage import Plan, Stage, StageResult
+from lmforge.stage import Plan, Stage, StageResult, TrainedModel
 
 LOCKS = Path(".lmforge/locks")  # one lock file per stage instance: two runs of one stage never overlap
 
@@ -50,12 +69,22 @@ def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): values if not isinstance(values, list) else str(values)}
 
 
-def git_commit() -> str:
+def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str:
+    return (_git("rev-parse", "HEAD") or "").strip() or "unknown"
+
+
+def git_dirty() -> str:
+    """'true' when tracked files differ from the commit (untracked files aside), 'unknown' outside git."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return "unknown" if status is None else str(bool(status.strip())).lower()
 
 
 def data_hash(prepared_dir: str | os.PathLike) -> str:
@@ -159,41 +188,346 @@ def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
         return _report(_tracked(stage, plan, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
 
 
+class Invocation(NamedTuple):
+    """The pipeline invocation a run belongs to: its key (tag `lmforge_invocation`) and parent run name."""
+
+    key: str
+    name: str
+
+
+def invocation() -> Invocation | None:
+    """`LMFORGE_PIPELINE`, else the `dvc` process that runs this stage (DVC sets `DVC_STAGE` in its
+    commands' environment), else this process when it runs a Hydra multirun; None for a lone run."""
+    if named := os.environ.get("LMFORGE_PIPELINE"):
+        return Invocation(f"env-{named}", named)
+    if "DVC_STAGE" in os.environ:
+        import psutil
+
+        for process in psutil.Process().parents():
+            try:
+                command = process.cmdline()
+            except (psutil.Error, OSError):
+                continue
+            at = next((i for i, part in enumerate(command[:3]) if Path(part).name == "dvc"), None)
+            if at is not None:
+                started = process.create_time()
+                words = " ".join(command[at + 1 :])[:80]
+                stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(started))
+                return Invocation(f"dvc-{process.pid}-{int(started)}", f"dvc {words} {stamp}")
+    if _multirun():
+        import psutil
+
+        started = psutil.Process().create_time()
+        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(started))
+        return Invocation(f"multirun-{os.getpid()}-{int(started)}", f"multirun {sys.argv[0]} {stamp}")
+    return None
+
+
+def _multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def _overlay() -> str:
+    """The experiment overlay Hydra composed (`experiment=smoke`), or 'none'."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return "none"
+    return str(HydraConfig.get().runtime.choices.get("experiment") or "none")
+
+
+def run_tags(stage: Stage, cfg: DictConfig, label: str) -> dict[str, str]:
+    return {
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "dvc_stage": os.environ.get("DVC_STAGE", label),
+        "lmforge_job": label,
+        "experiment": _overlay(),
+        "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
+        "seed": str(cfg.get("seed", "none")),
+    }
+
+
+def _parent(client, experiment_id: str, tags: dict[str, str]) -> str | None:
+    """The run this stage run hangs from: its invocation's (found or created), and under DVC, for a
+    stage that runs a multirun, that stage's own run inside the invocation."""
+    found = invocation()
+    if found is None:
+        return None
+    common = {k: tags[k] for k in ("git_commit", "git_dirty", "experiment", "data_hash")}
+    top = _find_or_create(
+        client,
+        experiment_id,
+        {"lmforge_invocation": found.key, "lmforge_level": "pipeline"},
+        found.name,
+        common,
+    )
+    if not (_multirun() and "DVC_STAGE" in os.environ):
+        return top
+    stage = os.environ["DVC_STAGE"]
+    return _find_or_create(
+        client,
+        experiment_id,
+        {"lmforge_invocation": found.key, "lmforge_level": "stage", "dvc_stage": stage},
+        f"{stage} {time.strftime('%m-%d %H:%M:%S')}",
+        {**common, "mlflow.parentRunId": top},
+    )
+
+
+def _find_or_create(client, experiment_id: str, keys: dict[str, str], name: str, tags: dict[str, str]) -> str:
+    query = " and ".join(f"tags.{k} = '{v}'" for k, v in keys.items())
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=1)
+    if runs:
+        return runs[0].info.run_id
+    return client.create_run(experiment_id, run_name=name, tags={**keys, **tags}).info.run_id
+
+
+def _ancestors(client, run_id: str) -> list[str]:
+    out = []
+    while parent := client.get_run(run_id).data.tags.get("mlflow.parentRunId"):
+        out.append(parent)
+        run_id = parent
+    return out
+
+
 def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, experiment: str):
     import mlflow
+    from mlflow.tracking import MlflowClient
 
     mlflow.set_tracking_uri(uri)
+    client = MlflowClient()
+    tags = run_tags(stage, cfg, label)
     with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
-        mlflow.set_experiment(experiment)
-    tags = {
-        "git_commit": git_commit(),
-        "dvc_stage": label,
-        "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
-    }
-    if owned := stage.folders(plan):  # how a later run that extends this one finds it
+        experiment_id = mlflow.set_experiment(experiment).experiment_id
+        parent = _parent(client, experiment_id, tags)
+    if parent is not None:
+        tags["mlflow.parentRunId"] = parent
+    if owned := stage.folders(plan):  # how a later run that extends or evaluates this one finds it
         tags["out_dir"] = str(owned[0])
     if extends := stage.extends and stage.extends(plan):  # a new run, linked to the one it extends
         tags.update(extends=str(extends), extends_run_id=_run_of_folder(str(extends)))
+    evaluated = None
+    if evaluates := stage.evaluates and stage.evaluates(plan):  # the training run whose model it scores
+        evaluated = _run_of_folder(str(evaluates))
+        tags.update(evaluates=str(evaluates), evaluates_run_id=evaluated)
     # before a run is opened: a refused resume (train.resume=true over another config) raises here
     run_id = _settle_unfinished_runs(label, resume=stage.resumes(plan))
     status_before = mlflow.get_run(run_id).info.status if run_id else None
+    name = None if run_id else f"{label} {time.strftime('%m-%d %H:%M:%S')}"
+    status, opened = "FAILED", run_id
     try:
-        with mlflow.start_run(run_id=run_id, run_name=None if run_id else label, tags=tags):
+        with (
+            mlflow.start_run(run_id=run_id, run_name=name, tags=tags) as run,
+            _system_metrics(run.info.run_id),
+        ):
+            opened = run.info.run_id
             if run_id is None:
-                mlflow.log_params(flatten(plan.values))
-                mlflow.log_text(OmegaConf.to_yaml(OmegaConf.create(plan.values)), "config.yaml")
-            result = stage.work(plan)
+                mlflow.log_text(OmegaConf.to_yaml(OmegaConf.create(plan.values)), "report/config.yaml")
+            try:
+                result = stage.work(plan)
+            except BaseException:
+                _log_params(plan.values, {}, resumed=run_id is not None)
+                raise
+            _log_params(plan.values, result.params, resumed=run_id is not None)
             mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
-            for path in result.artifacts:
-                if Path(path).is_file():
-                    mlflow.log_artifact(path, artifact_path=Path(path).parent.name)
+            _log_artifacts(result.artifacts)
+            _log_inputs(result.inputs)
+            if result.model is not None:
+                mlflow.set_tag("lmforge_model_uri", log_text_model(result.model))
+            if stage.score is not None and evaluated not in (None, "none"):
+                _register(client, evaluated, result.metrics, stage.score, tags["experiment"], opened)
+        status = "FINISHED"
     except LmforgeError:
         if status_before == "FINISHED":  # a refused continuation changed nothing: the record stays finished
-            from mlflow.tracking import MlflowClient
-
-            MlflowClient().set_terminated(run_id, status="FINISHED")
+            client.set_terminated(run_id, status="FINISHED")
+            status = "FINISHED"
         raise
+    finally:
+        for ancestor in _ancestors(client, opened) if opened else []:
+            if client.get_run(ancestor).info.status != "FAILED":  # the latest stage's end is the pipeline's
+                client.set_terminated(ancestor, status=status)
     return result
+
+
+@contextlib.contextmanager
+def _system_metrics(run_id: str, interval: float = 5.0) -> Iterator[None]:
+    """MLflow's CPU, memory, disk and network samples every `interval` seconds while the stage works,
+    and one more when it ends, so that a run shorter than the interval has one too."""
+    import logging
+
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)  # no start/stop lines per stage
+    monitor = SystemMetricsMonitor(run_id, sampling_interval=interval, resume_logging=True)
+    monitor.start()
+    try:
+        yield
+    finally:
+        monitor.finish()
+        monitor.collect_metrics()
+        monitor.publish_metrics(monitor.aggregate_metrics())
+        monitor.mlflow_logger.flush()
+
+
+def _log_params(values: dict, decided: dict, resumed: bool) -> None:
+    """The config as validated, with what the run decided in place of the configured value."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    params = {**flatten(values), **flatten(decided)}
+    try:
+        mlflow.log_params(params)
+    except MlflowException:
+        if not resumed:  # a resumed run logged them already, the same values
+            raise
+
+
+NOT_UPLOADED = {".ckpt", ".pt", ".bin", ".safetensors", ".npy", ".jsonl"}  # checkpoints and data
+PLOTS = {".png", ".svg", ".csv", ".html"}
+MAX_ARTIFACT_BYTES = 5_000_000
+
+
+def artifact_folder(path: Path) -> str | None:
+    """Where a stage output goes in the run: `plots/` (figures, curves) or `report/`; None for what is
+    never uploaded (checkpoints, data, anything over 5 MB)."""
+    if path.suffix in NOT_UPLOADED or path.stat().st_size > MAX_ARTIFACT_BYTES:
+        return None
+    return "plots" if path.suffix in PLOTS else "report"
+
+
+def _log_artifacts(paths: list[str]) -> None:
+    import mlflow
+
+    taken: set[str] = set()
+    for path in map(Path, paths):
+        if not path.is_file() or (folder := artifact_folder(path)) is None:
+            continue
+        name = path.name if path.name not in taken else f"{path.parent.name}_{path.name}"
+        taken.add(name)
+        mlflow.log_artifact(
+            str(path), artifact_path=folder if name == path.name else f"{folder}/{path.parent.name}"
+        )
+
+
+def _log_inputs(inputs: dict[str, Any]) -> None:
+    """Each dataset the run read: digest of its files, source path, rows, under its context."""
+    import mlflow
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+
+    for context, data in inputs.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            source = resolve_dataset_source(str(Path(data.source).resolve()))
+        digest = sha256_files(sorted(map(Path, data.files)))[:16]
+        dataset = MetaDataset(source, name=f"{Path(data.source).name}/{context}", digest=digest)
+        mlflow.log_input(dataset, context=context, tags={"rows": str(data.rows)})
+
+
+def log_text_model(model: TrainedModel) -> str:
+    """The final model as an MLflow pyfunc model (`lmforge.serving`) named `model`; returns its URI."""
+    import mlflow
+    import pandas as pd
+    import tokenizers
+    import torch
+    from mlflow.models import infer_signature
+
+    example = pd.DataFrame({"text": [SERVING_EXAMPLES[model.family]]})
+    info = mlflow.pyfunc.log_model(
+        name="model",
+        python_model=str(SERVING),  # the model's code, as a file: MLflow runs it when it loads the model
+        artifacts={"checkpoint": model.checkpoint, "tokenizer": model.tokenizer},
+        signature=infer_signature(example, ["a string per text"], params={"max_new_tokens": 20}),
+        input_example=example,  # MLflow predicts on it when it logs: a model that cannot load fails here
+        pip_requirements=[
+            f"torch=={torch.__version__}",
+            f"tokenizers=={tokenizers.__version__}",
+            f"mlflow=={mlflow.__version__}",
+            "lmforge",
+        ],
+    )
+    return info.model_uri
+
+
+SERVING = Path(__file__).with_name(
+    "serving.py"
+)  # not imported here: its imports are the model's, not the stage's
+SERVING_EXAMPLES = {
+    "decoder": "The jury said that the city",
+    "encoder": "The jury said that the [MASK] had no evidence.",
+    "encoder_decoder": "The jury said that <extra_id_0> had no evidence.",
+}
+
+
+def _register(
+    client, trained: str, metrics: dict, score: tuple[str, str], overlay: str, evaluation: str
+) -> None:
+    """Register the evaluated run's model: alias `candidate`, and `champion` when its score beats the
+    current champion's (`min`: lower is better)."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    tags = client.get_run(trained).data.tags
+    uri, (metric, direction) = tags.get("lmforge_model_uri"), score
+    if uri is None or metric not in metrics:
+        return
+    job = tags.get("lmforge_job", trained).replace("@", "-")
+    name = f"lmforge-{job}" if overlay in ("none", "default") else f"lmforge-{overlay}-{job}"
+    value = float(metrics[metric])
+    version = mlflow.register_model(
+        uri, name, tags={metric: str(value), "evaluation_run_id": evaluation}
+    ).version
+    client.set_registered_model_alias(name, "candidate", version)
+    try:
+        champion = client.get_model_version_by_alias(name, "champion")
+        best = float(champion.tags.get(metric, "nan"))
+    except MlflowException:
+        champion, best = None, float("nan")
+    better = value < best if direction == "min" else value > best
+    if champion is None or better or best != best:
+        client.set_registered_model_alias(name, "champion", version)
+
+
+def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """A child run of the active run (fine-tuning seeds), with its tags; (run id, tracking uri), or
+    None when no run is active. Close it with `close_child`."""
+    active = active_run()
+    if active is None:
+        return None
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=active[1])
+    parent = client.get_run(active[0])
+    inherited = inherited_tags(parent.data.tags, name)
+    run = client.create_run(
+        parent.info.experiment_id,
+        run_name=f"{inherited['lmforge_job']} {time.strftime('%m-%d %H:%M:%S')}",
+        tags={**inherited, **(tags or {}), "mlflow.parentRunId": active[0]},
+    )
+    return run.info.run_id, active[1]
+
+
+def inherited_tags(parent: dict[str, str], name: str) -> dict[str, str]:
+    """A child's tags: its parent's provenance (commit, stage, overlay, data), its own job name."""
+    keep = {k: v for k, v in parent.items() if k in RUN_TAGS}
+    return {**keep, "lmforge_job": f"{parent.get('lmforge_job', 'run')}/{name}"}
+
+
+RUN_TAGS = ("git_commit", "git_dirty", "dvc_stage", "lmforge_job", "experiment", "data_hash", "seed")
+
+
+def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status: str = "FINISHED") -> None:
+    if child is None:
+        return
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=child[1])
+    for key, value in metrics.items():
+        client.log_metric(child[0], key, float(value))
+    client.set_terminated(child[0], status=status)
 
 
 def _run_of_folder(folder: str) -> str:
@@ -217,7 +551,7 @@ def _settle_unfinished_runs(label: str, resume: bool) -> str | None:
     from mlflow.tracking import MlflowClient
 
     runs = mlflow.search_runs(
-        filter_string=f"tags.dvc_stage = '{label}'",
+        filter_string=f"tags.lmforge_job = '{label}'",
         order_by=["attributes.start_time DESC"],
         output_format="list",
         max_results=100,

@@ -89,7 +89,7 @@ def run(plan: Plan) -> StageResult:
     result = fit(job, stamp(plan), build)
     run_json = Path(distill.reports_dir) / "run.json"
     write_json(run_json, describe(distill, teacher, layer_map))
-    return StageResult(result.metrics, [*result.artifacts, str(run_json)])
+    return result._replace(artifacts=[*result.artifacts, str(run_json)])
 
 
 def describe(cfg: DistillConfig, teacher: Backbone, layer_map: list[int]) -> dict[str, Any]:

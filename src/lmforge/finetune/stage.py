@@ -41,12 +41,12 @@ from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import DataInput, Plan, StageResult
 from lmforge.structured import plain
 from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.splits import rank
 from lmforge.tokenizer.specials import special_token_ids
-from lmforge.tracking import active_run
+from lmforge.tracking import close_child, open_child
 from lmforge.training.checkpoints import check_weights, read_checkpoint
 from lmforge.training.trainer import build_trainer
 
@@ -170,8 +170,7 @@ def run(plan: Plan) -> StageResult:
     )
 
     runs = [
-        _fit(plan, begin, module_args, encoded["train"].features, collate, loaders, seed, log=i == 0)
-        for i, seed in enumerate(ft.seeds)
+        _fit(plan, begin, module_args, encoded["train"].features, collate, loaders, seed) for seed in ft.seeds
     ]
     if not runs[0]["global_zero"]:  # another DDP process: rank zero writes the reports
         return StageResult({}, [])
@@ -183,6 +182,9 @@ def run(plan: Plan) -> StageResult:
     for name, values in test.items():
         metrics[f"test_{name}"] = statistics.fmean(values)
         metrics[f"test_{name}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    metrics["test/score"] = metrics[
+        f"test_{metric_names(task)[0]}"
+    ]  # every task's headline, one key for charts
     for baseline, (predicted, gold) in baselines.items():
         for name, value in score(task, predicted, gold).items():
             metrics[f"baseline_{baseline}_{name}"] = value
@@ -218,9 +220,12 @@ def run(plan: Plan) -> StageResult:
     write_json(reports / "metrics.json", metrics)
     write_json(reports / "run.json", description)
     _write_curve(Path(ft.curve), [dict(seed=r["seed"], **row) for r in runs for row in r["curve"]])
-    checkpoints = [str(Path(ft.out_dir) / f"seed{seed}" / "best.ckpt") for seed in ft.seeds]
     artifacts = [str(reports / name) for name in ("metrics.json", "run.json")] + [ft.curve]
-    return StageResult(metrics, artifacts + checkpoints[:1])
+    inputs = {
+        split: DataInput(task.out_dir, (str(Path(task.out_dir) / f"{split}.jsonl"),), len(records[split]))
+        for split in SPLITS
+    }
+    return StageResult(metrics, artifacts, inputs=inputs)
 
 
 def _fit(
@@ -231,7 +236,6 @@ def _fit(
     collate: Collator,
     loaders: dict[str, DataLoader],
     seed: int,
-    log: bool,
 ) -> dict[str, Any]:
     """Fine-tune one seed. Under DDP each process trains on its shard of the training examples and
     validates on the whole fixed val sample, so early stopping and the kept weights agree across
@@ -246,9 +250,10 @@ def _fit(
         module.backbone = add_lora(module.backbone, adapt)
     trainable = trainable_parameters(module)
     best = BestWeights(module.monitor)
+    child = open_child(f"seed {seed}", {"seed": str(seed)})  # each seed's curves in a run of its own
     trainer = build_trainer(
         plan.trainer,
-        mlflow_run=active_run() if log else None,
+        mlflow_run=child,
         callbacks=[EarlyStopping(module.monitor, mode="max", patience=ft.patience), best],
         max_steps=ft.max_steps,  # fine-tuning's own loop: its length and validation interval
         val_check_interval=ft.val_every,
@@ -270,7 +275,11 @@ def _fit(
             train_features, ft.batch_size, shuffle=True, generator=generator, collate_fn=collate
         )
     began = time.perf_counter()
-    trainer.fit(module, train, loaders["val"])
+    try:
+        trainer.fit(module, train, loaders["val"])
+    except BaseException:
+        close_child(child, {}, status="FAILED")
+        raise
     train_seconds = time.perf_counter() - began
     if best.state is None:  # fewer steps than one validation interval: validate the end state
         trainer.validate(module, loaders["val"], verbose=False)  # BestWeights records it
@@ -285,6 +294,8 @@ def _fit(
         torch.save({"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, tmp)
     exported = _load(path)
     test = evaluate(exported, loaders["test"])
+    headline = metric_names(plan.task)[0]
+    close_child(child, {**{f"test_{k}": v for k, v in test.items()}, "test/score": test[headline]})
     return {
         "global_zero": True,
         "seed": seed,

@@ -26,7 +26,9 @@ class CellRuns:
 
         self.client = MlflowClient(tracking_uri=uri)
         self.parent_id, self.uri = parent_id, uri
-        self.experiment_id = self.client.get_run(parent_id).info.experiment_id
+        parent = self.client.get_run(parent_id)
+        self.experiment_id = parent.info.experiment_id
+        self.parent_tags = parent.data.tags  # commit, stage, overlay and data of the sweep, for each cell
 
     def find(self, cell: Cell):
         runs = self.client.search_runs(
@@ -45,10 +47,19 @@ class CellRuns:
                 return found.info.run_id, True
             self.client.update_run(found.info.run_id, status="RUNNING")
             return found.info.run_id, False
+        from lmforge.tracking import inherited_tags
+
+        tags = inherited_tags(self.parent_tags, f"{cell.name}-seed{cell.seed}")  # seed repeats share the name
         run = self.client.create_run(
             self.experiment_id,
-            run_name=f"{cell.name} seed {cell.seed}",  # seed repeats share the cell name
-            tags={"mlflow.parentRunId": self.parent_id, CELL_TAG: cell.key, "lmforge_cell_source": source},
+            run_name=tags["lmforge_job"],
+            tags={
+                **tags,
+                "seed": str(cell.seed),
+                "mlflow.parentRunId": self.parent_id,
+                CELL_TAG: cell.key,
+                "lmforge_cell_source": source,
+            },  # fmt: skip
         )
         params = {k: v for k, v in cell.describe().items() if k not in ("key",)}
         for key, value in params.items():

@@ -38,8 +38,8 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
+from lmforge.stage import DataInput, StageResult, TrainedModel
 from lmforge.stage import Plan as StagePlan
-from lmforge.stage import StageResult
 from lmforge.structured import plain
 from lmforge.tokenizer.config import TokenizerConfig, tokenizer_path
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
@@ -188,7 +188,18 @@ def prepare_run(
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
         EncodedSplit(encoded_dir, split)
-    return Run(plan.seed, train, objective, optim, trainer_cfg, model, specials, vocab_size, encoded_dir)
+    return Run(
+        plan.seed,
+        train,
+        objective,
+        optim,
+        trainer_cfg,
+        model,
+        specials,
+        vocab_size,
+        encoded_dir,
+        tokenizer_file,
+    )
 
 
 def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokenizer_file: Path) -> None:
@@ -218,6 +229,7 @@ class Run(NamedTuple):
     specials: SpecialTokens
     vocab_size: int
     encoded_dir: Path
+    tokenizer_file: Path
 
 
 def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainModule]) -> StageResult:
@@ -238,6 +250,7 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
         trainer_cfg,
         mlflow_run=active_run(),
         log_lr=True,
+        metric_names=metric_names(job.objective),
         callbacks=[curves, RandomState(), checkpoints],
         default_root_dir=train.out_dir,
         enable_checkpointing=True,
@@ -264,7 +277,46 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
     if trainer.is_global_zero:
         write_json(reports / "metrics.json", metrics)
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
-    return StageResult(metrics, [str(Path(train.out_dir) / "best.ckpt"), *artifacts])
+    best = Path(train.out_dir) / "best.ckpt"
+    return StageResult(
+        metrics,
+        artifacts,
+        # what ran where the config says otherwise: the tokenizer decides the vocabulary and padding,
+        # a distilled student trains on its teacher's objective
+        params={"model": job.model, "objective": plain(job.objective)},
+        model=TrainedModel(str(best), str(job.tokenizer_file), job.model["family"])
+        if best.is_file()
+        else None,
+        inputs=encoded_inputs(job.encoded_dir),
+    )
+
+
+def metric_names(objective: ObjectiveConfig) -> dict[str, str | None]:
+    """MLflow names that say what each logged number measures: `train/mlm_loss` is the masked-token
+    loss, `train/total_loss` the optimised sum (with NSP's), `val/mlm_loss` the same measure as
+    `train/mlm_loss` on the validation split."""
+    kind = objective.kind.value
+    names: dict[str, str | None] = {
+        "train/nll": f"train/{kind}_loss",
+        "train/loss": None,
+        "val/loss": f"val/{kind}_loss",
+    }
+    if objective.nsp:
+        names["train/loss"] = "train/total_loss"
+    for split in ("train", "val"):
+        names[f"{split}/accuracy"] = f"{split}/{kind}_accuracy"
+    names["val/perplexity"] = f"val/{kind}_perplexity"
+    names["val/content_accuracy"] = f"val/{kind}_content_accuracy"
+    return names
+
+
+def encoded_inputs(encoded_dir: Path) -> dict[str, DataInput]:
+    """The encoded splits a pretraining run reads, for MLflow's run inputs."""
+    out = {}
+    for split in ("train", "val", "test"):
+        data = EncodedSplit(encoded_dir, split)
+        out[split] = DataInput(str(encoded_dir), data.files, data.n_documents)
+    return out
 
 
 def kept_steps(shares: Iterable[float], max_steps: int) -> list[int]:

@@ -20,6 +20,7 @@ import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from lmforge.errors import ConfigError
+from lmforge.training.callbacks import StepMetrics
 from lmforge.training.config import TrainerConfig
 
 CHECKED = ("accelerator", "devices", "num_nodes", "strategy", "precision")  # what Lightning may refuse
@@ -30,27 +31,23 @@ def build_trainer(
     *,
     mlflow_run: tuple[str, str] | None = None,
     log_lr: bool = False,
+    metric_names: dict[str, str | None] | None = None,
     callbacks: list[L.Callback] | None = None,
     **wiring: Any,
 ) -> L.Trainer:
     """`L.Trainer` from the group's settings, `wiring` replacing any of the same name.
 
-    `mlflow_run` (run id, tracking uri): log to that MLflow run (`lmforge.tracking.active_run()` for
-    the stage's own run); `log_lr` adds the learning rate per step to it."""
+    `mlflow_run` (run id, tracking uri): log the module's `train/` and `val/` metrics to that MLflow
+    run (`lmforge.tracking.active_run()` for the stage's own run) every `log_every_n_steps` optimizer
+    steps, renamed by `metric_names` (`StepMetrics`); `log_lr` adds the learning rate."""
     settings = {f.name: getattr(trainer, f.name) for f in dataclasses.fields(trainer) if f.name != "name"}
     settings.update(wiring)
     callbacks = list(callbacks or [])
-    loggers = []
     if mlflow_run is not None:
-        from lightning.pytorch.callbacks import LearningRateMonitor
-        from lightning.pytorch.loggers import MLFlowLogger
-
-        run_id, uri = mlflow_run
-        loggers.append(MLFlowLogger(tracking_uri=uri, run_id=run_id, log_model=False))
-        if log_lr:
-            callbacks.append(LearningRateMonitor("step"))
+        every = int(settings.get("log_every_n_steps") or 1)
+        callbacks.append(StepMetrics(*mlflow_run, every=every, names=metric_names, lr=log_lr))
     try:
-        return L.Trainer(**settings, logger=loggers or False, callbacks=callbacks)
+        return L.Trainer(**settings, logger=False, callbacks=callbacks)
     except (MisconfigurationException, ValueError, ImportError) as err:  # ImportError: tpu without torch_xla
         given = ", ".join(f"trainer.{key}={settings[key]}" for key in CHECKED if key in settings)
         reason = " ".join(str(err).split())[:200]

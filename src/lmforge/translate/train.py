@@ -30,7 +30,7 @@ from lmforge.errors import ConfigError
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import DataInput, Plan, StageResult
 from lmforge.structured import plain
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
@@ -180,4 +180,10 @@ def run(plan: Plan) -> StageResult:
     }
     write_json(reports / "metrics.json", metrics)
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
-    return StageResult(metrics, [str(out_dir / "model.ckpt"), *artifacts])
+    inputs = {
+        split: DataInput(
+            pairs.out_dir, (str(Path(pairs.out_dir) / f"{split}.jsonl"),), len(splits[split].pairs)
+        )
+        for split in ("train", "val")
+    }
+    return StageResult(metrics, artifacts, params={"model": model}, inputs=inputs)

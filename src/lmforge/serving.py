@@ -1,0 +1,82 @@
+"""Our pretrained models as MLflow pyfunc models that predict on raw text (MLflow "models from code":
+this file is the model's code, so nothing is unpickled when it loads).
+
+`lmforge.tracking` logs a training stage's final model with this file as its code: the checkpoint (read with
+`weights_only=True`) and its tokenizer are the model's artifacts. `mlflow.pyfunc.load_model(uri)`
+then predicts on a column `text` (or a list of strings), one output string per input:
+- a decoder continues the text greedily (`max_new_tokens`, default 20);
+- an encoder fills each `[MASK]` of the text with its most likely token and returns the text;
+- an encoder-decoder (T5) reads the text, whose `<extra_id_N>` mark dropped spans, and returns what
+  it generates for them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import mlflow
+import torch
+
+MARKERS = re.compile(r"(\[MASK\]|<extra_id_\d+>)")  # encoded as text by our tokenizers: mapped to ids here
+
+
+class TextModel(mlflow.pyfunc.PythonModel):
+    def load_context(self, context):
+        from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
+        from lmforge.training.checkpoints import load_module
+
+        self.model = load_module(context.artifacts["checkpoint"]).model.eval()
+        self.tokenizer = load_tokenizer(context.artifacts["tokenizer"])
+        self.specials = special_token_ids(self.tokenizer)
+
+    def predict(
+        self, context, model_input, params=None
+    ):  # no type hints: MLflow would read a schema from them
+        texts = model_input["text"].tolist() if hasattr(model_input, "columns") else list(model_input)
+        new = int((params or {}).get("max_new_tokens", 20))
+        family = self.model.config.family.value
+        return [getattr(self, f"_{family}")(str(text), new) for text in texts]
+
+    def _ids(self, text: str) -> list[int]:
+        """Text to ids, each [MASK] or <extra_id_N> marker as its special id."""
+        ids: list[int] = []
+        for part in MARKERS.split(text):
+            if MARKERS.fullmatch(part):
+                special = self.tokenizer.token_to_id(part)
+                if special is None:
+                    raise ValueError(f"text: {part} is not a token of this model's tokenizer")
+                ids.append(special)
+            elif part.strip():
+                ids.extend(self.tokenizer.encode(part, add_special_tokens=False).ids)
+        return ids
+
+    @torch.no_grad()
+    def _decoder(self, text: str, new: int) -> str:
+        from lmforge.model.generation import generate
+
+        prompt = torch.tensor([[self.specials.bos, *self._ids(text)]])
+        out = generate(self.model, prompt, max_new_tokens=new, temperature=0, eos_token_id=self.specials.eos,
+                       pad_token_id=self.model.config.pad_token_id)  # fmt: skip
+        return self.tokenizer.decode(out[0, prompt.shape[1] :].tolist())
+
+    @torch.no_grad()
+    def _encoder(self, text: str, new: int) -> str:
+        ids = torch.tensor([[self.specials.cls, *self._ids(text), self.specials.sep]])
+        masked = ids == self.specials.mask
+        filled = torch.where(masked, self.model(ids).logits.argmax(-1), ids)
+        return self.tokenizer.decode(filled[0, 1:-1].tolist())
+
+    @torch.no_grad()
+    def _encoder_decoder(self, text: str, new: int) -> str:
+        from lmforge.model.generation import generate
+
+        source = torch.tensor([[*self._ids(text), self.specials.eos]])
+        pad = self.model.config.pad_token_id
+        out = generate(self.model, source, max_new_tokens=new, temperature=0, eos_token_id=self.specials.eos,
+                       pad_token_id=pad, decoder_start_token_id=pad)  # fmt: skip
+        return (
+            self.tokenizer.decode(out[0, 1:].tolist(), skip_special_tokens=False).replace("<pad>", "").strip()
+        )
+
+
+mlflow.models.set_model(TextModel())

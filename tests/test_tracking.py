@@ -1,0 +1,108 @@
+"""The MLflow side of a stage run: which files are uploaded where, what a child inherits, which
+invocation a run hangs from, and the model a training stage logs: loadable by name and alias,
+predicting on raw text, promoted to `champion` only when its score beats the champion's."""
+
+from __future__ import annotations
+
+import mlflow
+import pandas as pd
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+from tokenizers import Tokenizer
+
+from lmforge.model.config import ModelConfig
+from lmforge.stage import TrainedModel
+from lmforge.tokenizer.builders import build_bpe, build_wordpiece
+from lmforge.tokenizer.config import Kind, TokenizerConfig
+from lmforge.tracking import _register, artifact_folder, inherited_tags, invocation, log_text_model
+from lmforge.training.module import PretrainModule
+
+TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30
+
+
+def test_reports_and_figures_go_to_fixed_folders_and_checkpoints_and_data_nowhere(tmp_path):
+    files = {"loss.png": b"x", "val_loss.csv": b"x", "metrics.json": b"{}", "summary.md": b"#",
+             "best.ckpt": b"x", "train.jsonl": b"{}", "tokens.npy": b"x", "big.json": b"x" * 5_000_001}  # fmt: skip
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    folders = {name: artifact_folder(tmp_path / name) for name in files}
+    assert folders == {"loss.png": "plots", "val_loss.csv": "plots", "metrics.json": "report",
+                       "summary.md": "report", "best.ckpt": None, "train.jsonl": None, "tokens.npy": None,
+                       "big.json": None}  # fmt: skip
+
+
+def test_a_child_keeps_its_parents_provenance_under_its_own_job_name():
+    parent = {"git_commit": "abc", "git_dirty": "false", "dvc_stage": "finetune", "lmforge_job": "finetune@pos",
+              "experiment": "smoke", "data_hash": "d1", "seed": "1234", "out_dir": "x", "mlflow.runName": "r"}  # fmt: skip
+    child = inherited_tags(parent, "seed 2")
+    assert child["lmforge_job"] == "finetune@pos/seed 2" and child["dvc_stage"] == "finetune"
+    assert "out_dir" not in child and "mlflow.runName" not in child and child["git_commit"] == "abc"
+
+
+def test_a_named_pipeline_groups_runs_and_a_lone_run_has_no_parent(monkeypatch):
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    monkeypatch.delenv("LMFORGE_PIPELINE", raising=False)
+    assert invocation() is None
+    monkeypatch.setenv("LMFORGE_PIPELINE", "nightly")
+    assert invocation() == ("env-nightly", "nightly")
+
+
+def checkpoint(tmp_path, family: str, vocab: int) -> str:
+    values = dict(vocab_size=vocab, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_seq_len=32)
+    if family == "encoder":
+        values.update(family="encoder", head_transform=True, head_bias=True)
+    objective = {"kind": "mlm" if family == "encoder" else "clm"}
+    module = PretrainModule(ModelConfig(**values).to_dict(), objective, {}, max_steps=1)
+    path = tmp_path / f"{family}.ckpt"
+    torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
+    return str(path)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default artifact root is relative to the working directory
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlruns.db")
+    mlflow.set_experiment("test")
+    yield MlflowClient()
+    mlflow.set_tracking_uri(None)
+
+
+def test_the_logged_decoder_is_registered_by_score_and_continues_text(tmp_path, store):
+    tokenizer = tmp_path / "bpe.json"
+    build_bpe(TokenizerConfig(name="bpe", kind=Kind.bpe, vocab_size=300, n_sentinels=2), [TEXT]).save(
+        str(tokenizer)
+    )
+    vocab = Tokenizer.from_file(str(tokenizer)).get_vocab_size()
+    model = TrainedModel(checkpoint(tmp_path, "decoder", vocab), str(tokenizer), "decoder")
+    versions = []
+    for loss in (5.0, 6.0, 4.0):  # the second is worse: a candidate, not the champion
+        with mlflow.start_run(tags={"lmforge_job": "pretrain@decoder"}) as trained:
+            mlflow.set_tag("lmforge_model_uri", log_text_model(model))
+        with mlflow.start_run() as evaluation:
+            _register(
+                store,
+                trained.info.run_id,
+                {"test_loss": loss},
+                ("test_loss", "min"),
+                "none",
+                evaluation.info.run_id,
+            )
+        versions.append(store.get_model_version_by_alias("lmforge-pretrain-decoder", "candidate").version)
+        champion = store.get_model_version_by_alias("lmforge-pretrain-decoder", "champion").version
+        assert champion == versions[{5.0: 0, 6.0: 0, 4.0: 2}[loss]]
+    loaded = mlflow.pyfunc.load_model("models:/lmforge-pretrain-decoder@champion")
+    out = loaded.predict(pd.DataFrame({"text": ["The jury said", "The city"]}), params={"max_new_tokens": 3})
+    assert len(out) == 2 and all(isinstance(text, str) for text in out)
+
+
+def test_the_logged_encoder_fills_its_masks(tmp_path, store):
+    tokenizer = tmp_path / "wordpiece.json"
+    config = TokenizerConfig(name="wordpiece", kind=Kind.wordpiece, vocab_size=200, n_sentinels=0)
+    build_wordpiece(config, [TEXT]).save(str(tokenizer))
+    vocab = Tokenizer.from_file(str(tokenizer)).get_vocab_size()
+    with mlflow.start_run():
+        uri = log_text_model(TrainedModel(checkpoint(tmp_path, "encoder", vocab), str(tokenizer), "encoder"))
+    out = mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": ["the jury said that the [MASK] had"]}))
+    assert "[mask]" not in out[0].lower() and out[0].startswith("the jury said that the")
+    assert len(out[0].split()) == 7  # every word kept, the mask filled by one token
