@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
@@ -181,3 +182,22 @@ def test_the_scaling_summaries_in_the_docs_are_the_reports(sweep):
     line = law.read_text(encoding="utf-8").splitlines()[2]
     assert line.startswith("**Summary.** ")
     assert line.removeprefix("**Summary.** ") in (ROOT / "docs/scaling.md").read_text(encoding="utf-8")
+
+
+def test_dvc_plots_render_with_no_network(tmp_path):
+    """`dvc plots show` writes its page from the committed template, with Vega inlined: no script is
+    fetched from a CDN, so the curves draw offline."""
+    config = (ROOT / ".dvc" / "config").read_text()
+    assert "html_template = plots/offline.html" in config
+    template = (ROOT / ".dvc" / "plots" / "offline.html").read_text()
+    assert "{plot_divs}" in template and "{scripts}" not in template  # DVC's CDN tags have nowhere to go
+    assert not re.search(r"<script[^>]+src=", template)
+    for library in ("vega 5.", "vega-lite 5.", "vega-embed 6."):
+        assert f"/* {library}" in template
+    out = subprocess.run(
+        [sys.executable, "-m", "dvc", "plots", "show", "-o", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    page = (tmp_path / "index.html").read_text()
+    assert "cdn.jsdelivr" not in page and "vegaEmbed" in page

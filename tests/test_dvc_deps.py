@@ -296,12 +296,8 @@ GROUP_FILE = re.compile(
 @pytest.mark.parametrize("name", list(stages("default")), ids=lambda v: v)
 def test_params_list_the_config_group_files_the_stage_reads(name):
     """`dvc exp show` and `dvc params diff` show a stage's knobs: the group files among its deps (not
-    the primary config, the paths or the experiment overlay), each once. The experiments pipeline
-    declares none yet."""
+    the primary config, the paths or the experiment overlay), each once."""
     stage = stages("default")[name]
-    if name.startswith("pipelines/"):
-        assert stage.params == [], name
-        return
     assert stage.params == list(dict.fromkeys(d for d in stage.deps if GROUP_FILE.match(d))), name
 
 
