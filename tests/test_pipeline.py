@@ -256,6 +256,8 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
         runs[runs["tags.lmforge_job"] == "pretrain@decoder"]["run_id"]
     )
     assert client.get_model_version_by_alias("lmforge-smoke-pretrain-decoder", "candidate")
+    translation = client.get_model_version_by_alias("lmforge-smoke-translate_train-main", "champion")
+    assert float(translation.tags["bleu"]) >= 0  # translate_eval registered the model translate_train logged
 
     # lean artifacts: no checkpoint or data uploaded
     stored = [p for folder in ("mlruns", "mlartifacts") for p in (repo / folder).rglob("*") if p.is_file()]

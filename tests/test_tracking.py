@@ -48,11 +48,13 @@ def test_a_named_pipeline_groups_runs_and_a_lone_run_has_no_parent(monkeypatch):
     assert invocation() == ("env-nightly", "nightly")
 
 
-def checkpoint(tmp_path, family: str, vocab: int) -> str:
+def checkpoint(tmp_path, family: str, vocab: int, objective: str | None = None) -> str:
     values = dict(vocab_size=vocab, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_seq_len=32)
     if family == "encoder":
         values.update(family="encoder", head_transform=True, head_bias=True)
-    objective = {"kind": "mlm" if family == "encoder" else "clm"}
+    if family == "encoder_decoder":
+        values.update(family="encoder_decoder", position="sinusoidal")
+    objective = {"kind": objective or ("mlm" if family == "encoder" else "clm")}
     torch.manual_seed(0)
     module = PretrainModule(ModelConfig(**values).to_dict(), objective, {}, max_steps=1)
     path = tmp_path / f"{family}.ckpt"
@@ -107,3 +109,18 @@ def test_the_logged_encoder_fills_its_masks(tmp_path, store):
     out = mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": ["the jury said that the [MASK] had"]}))
     assert "[mask]" not in out[0].lower()  # filled by a token of the vocabulary (a random model's: any)
     assert out[0].startswith("the jury said that") and out[0].endswith(" had")  # the rest kept
+
+
+def test_the_logged_translation_model_translates(tmp_path, store):
+    tokenizer = tmp_path / "bpe.json"
+    build_bpe(TokenizerConfig(name="bpe", kind=Kind.bpe, vocab_size=300, n_sentinels=0), [TEXT]).save(
+        str(tokenizer)
+    )
+    vocab = Tokenizer.from_file(str(tokenizer)).get_vocab_size()
+    trained = checkpoint(
+        tmp_path, "encoder_decoder", vocab, objective="seq2seq"
+    )  # what translate_train writes
+    with mlflow.start_run():
+        uri = log_text_model(TrainedModel(trained, str(tokenizer), "encoder_decoder"))
+    out = mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": ["The jury said", "The city"]}))
+    assert len(out) == 2 and all(isinstance(text, str) for text in out)

@@ -1,13 +1,16 @@
-"""Our pretrained models as MLflow pyfunc models that predict on raw text (MLflow "models from code":
+"""Our trained models as MLflow pyfunc models that predict on raw text (MLflow "models from code":
 this file is the model's code, so nothing is unpickled when it loads).
 
 `lmforge.tracking` logs a training stage's final model with this file as its code: the checkpoint (read with
 `weights_only=True`) and its tokenizer are the model's artifacts. `mlflow.pyfunc.load_model(uri)`
-then predicts on a column `text` (or a list of strings), one output string per input:
+then predicts on a DataFrame's column `text`, one output string per input:
 - a decoder continues the text greedily (`max_new_tokens`, default 20);
 - an encoder fills each `[MASK]` of the text with its most likely token and returns the text;
-- an encoder-decoder (T5) reads the text, whose `<extra_id_N>` mark dropped spans, and returns what
-  it generates for them.
+- an encoder-decoder trained on span corruption (T5) reads the text, whose `<extra_id_N>` mark
+  dropped spans, and returns what it generates for them;
+- one trained on sentence pairs (the translation model) translates the text, decoded as
+  `translate_eval` decodes by default (beam 4, length penalty 0.6).
+What it does follows from the objective the checkpoint was trained with.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ class TextModel(mlflow.pyfunc.PythonModel):
         from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
         from lmforge.training.checkpoints import load_module
 
-        self.model = load_module(context.artifacts["checkpoint"]).model.eval()
+        module = load_module(context.artifacts["checkpoint"])
+        self.model, self.kind = module.model.eval(), module.objective_config.kind.value
         self.tokenizer = load_tokenizer(context.artifacts["tokenizer"])
         self.specials = special_token_ids(self.tokenizer)
 
@@ -33,7 +37,10 @@ class TextModel(mlflow.pyfunc.PythonModel):
         self, context, model_input, params=None
     ):  # no type hints: MLflow would read a schema from them
         texts = model_input["text"].tolist() if hasattr(model_input, "columns") else list(model_input)
-        new = int((params or {}).get("max_new_tokens", 20))
+        params = params or {}
+        new = int(params.get("max_new_tokens", 20))
+        if self.kind == "seq2seq":
+            return [self._translate(str(text)) for text in texts]
         family = self.model.config.family.value
         return [getattr(self, f"_{family}")(str(text), new) for text in texts]
 
@@ -77,6 +84,21 @@ class TextModel(mlflow.pyfunc.PythonModel):
         return (
             self.tokenizer.decode(out[0, 1:].tolist(), skip_special_tokens=False).replace("<pad>", "").strip()
         )
+
+    @torch.no_grad()
+    def _translate(self, text: str) -> str:
+        """As `translate_eval` decodes with its defaults (beam 4, length penalty 0.6, length limits):
+        the source and EOS in, EOS starts and ends the target."""
+        from lmforge.translate.config import DecodeConfig
+        from lmforge.translate.decode import translate_batch
+
+        decode, eos = DecodeConfig(), self.specials.eos
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids[: self.model.config.max_seq_len - 1]
+        source = torch.tensor([[*ids, eos]])
+        out = translate_batch(self.model, source, torch.ones_like(source), bos=eos, eos=eos, pad=self.specials.pad,
+                              beam_size=decode.beam_size, alpha=decode.length_penalty,
+                              max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)  # fmt: skip
+        return self.tokenizer.decode(out[0]).strip()
 
 
 mlflow.models.set_model(TextModel())

@@ -298,9 +298,9 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
     from mlflow.tracking import MlflowClient
 
     mlflow.set_tracking_uri(uri)
-    client = MlflowClient()
     tags = run_tags(stage, cfg, label)
     with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
+        client = MlflowClient()  # opens the store: inside the lock
         experiment_id = mlflow.set_experiment(experiment).experiment_id
         parent = _parent(client, experiment_id, tags)
     if parent is not None:

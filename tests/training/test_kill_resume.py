@@ -176,7 +176,7 @@ def test_two_stages_can_create_a_new_mlflow_store_at_once(workspace):
 
     mlflow.set_tracking_uri(uri)
     finished = mlflow.search_runs(experiment_names=["lmforge"])
-    assert sorted(finished["tags.dvc_stage"]) == ["pretrain@race0", "pretrain@race1"]
+    assert sorted(finished["tags.lmforge_job"]) == ["pretrain@race0", "pretrain@race1"]
     assert set(finished["status"]) == {"FINISHED"}
 
 

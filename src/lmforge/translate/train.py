@@ -30,7 +30,7 @@ from lmforge.errors import ConfigError
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig
-from lmforge.stage import DataInput, Plan, StageResult
+from lmforge.stage import DataInput, Plan, StageResult, TrainedModel
 from lmforge.structured import plain
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
@@ -186,4 +186,6 @@ def run(plan: Plan) -> StageResult:
         )
         for split in ("train", "val")
     }
-    return StageResult(metrics, artifacts, params={"model": model}, inputs=inputs)
+    tokenizer_json = str(tokenizer_file(translate.tokenizer_dir))
+    trained = TrainedModel(str(out_dir / "model.ckpt"), tokenizer_json, "encoder_decoder")  # it translates
+    return StageResult(metrics, artifacts, params={"model": model}, model=trained, inputs=inputs)
