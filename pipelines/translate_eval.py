@@ -17,6 +17,8 @@ STAGE = Stage(
         "run_name": run_name_value,
     },
     instance_key="run_name",
+    evaluates=lambda plan: plan.translate.out_dir,  # links to translate_train's run, whose model it registers
+    score=("bleu", "max"),
 )
 
 

@@ -25,6 +25,7 @@ STAGE = Stage(
         "run_name": run_name_value,
     },
     instance_key="run_name",
+    owns=lambda plan: [plan.translate.out_dir],  # its model folder; translate_eval finds the run by it
 )
 
 

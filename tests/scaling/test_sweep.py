@@ -88,7 +88,7 @@ def test_a_killed_sweep_continues_and_matches_an_uninterrupted_one(workspace):
 
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(search_all_experiments=True, output_format="list")
-    parents = [r for r in runs if r.data.tags.get("dvc_stage") == "scaling_sweep@killed-0of1"]
+    parents = [r for r in runs if r.data.tags.get("lmforge_job") == "scaling_sweep@killed-0of1"]
     children = [r for r in runs if "lmforge_cell" in r.data.tags]
     assert len(parents) == 1  # the rerun continued the killed sweep's parent run
     assert len(children) == 6 and len({r.data.tags["lmforge_cell"] for r in children}) == 6
