@@ -236,6 +236,12 @@ def mlflow_runs(uri: str):
     return mlflow.search_runs(experiment_names=["lmforge"])
 
 
+def val_loss(run) -> float:
+    """A pretraining run's validation loss, named by what it measures (`val/mlm_loss`, `val/clm_loss`)."""
+    (name,) = [k for k in run.index if k in ("metrics.val/mlm_loss", "metrics.val/clm_loss")]
+    return run[name]
+
+
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:
     """The overrides of each job a command runs: one job, or under `--multirun` every job of Hydra's
     basic sweeper (`row=a,b`, `row=glob(*)` over the group's options under conf/)."""

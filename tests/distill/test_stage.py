@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import entry_point, entry_stage, mlflow_runs, run_with_interruptions, stage_config
+from helpers import entry_point, entry_stage, mlflow_runs, run_with_interruptions, stage_config, val_loss
 from lmforge.distill import summary
 from lmforge.errors import ConfigError
 from lmforge.evaluation import evaluate
@@ -276,9 +276,3 @@ def test_ddp_on_two_cpu_processes_distils_and_logs_once(teacher, workspace):
 def test_the_summary_refuses_a_family_it_cannot_measure(values, needle):
     with pytest.raises(ConfigError, match=needle):
         summary.DistillSummaryConfig(**values)
-
-
-def val_loss(run) -> float:
-    """The run's validation loss, named by what it measures (`val/mlm_loss`, `val/clm_loss`)."""
-    (name,) = [k for k in run.index if k in ("metrics.val/mlm_loss", "metrics.val/clm_loss")]
-    return run[name]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import entry_point, entry_stage, stage_config
+from helpers import entry_point, entry_stage, stage_config, val_loss
 from lmforge.errors import ConfigError
 from lmforge.training.checkpoints import load_module
 
@@ -150,9 +150,3 @@ def test_hydra_multirun_sweeps_models(workspace):
     for name in ("gpt_tiny-clm", "mistral_tiny-clm"):
         assert (workspace / "artifacts/pretrain" / name / "best.ckpt").is_file()
         assert json.loads((workspace / "reports/pretrain" / name / "metrics.json").read_text())["steps"] == 8
-
-
-def val_loss(run) -> float:
-    """The run's validation loss, named by what it measures (`val/mlm_loss`, `val/clm_loss`)."""
-    (name,) = [k for k in run.index if k in ("metrics.val/mlm_loss", "metrics.val/clm_loss")]
-    return run[name]
