@@ -3,6 +3,8 @@
     python3 -m benchmarks.stage_times -- make repro     # the default run (a fresh clone: install included)
     python3 -m benchmarks.stage_times --from LOG        # the table again, from the log such a run wrote
     python3 -m benchmarks.stage_times --markdown        # reports/bench/stage_times.json as docs/pipeline.md shows it
+    python3 -m benchmarks.stage_times --mlflow          # the last `dvc repro`, from its runs in the MLflow store
+    python3 -m benchmarks.stage_times --mlflow RUN_ID   # one pipeline run of the store (its parent run's id)
 
 It echoes the command's output and keeps every line with its time in a log
 (`.lmforge/logs/stage_times.log`). A stage runs from its "Running stage 'NAME'" line to the next
@@ -11,6 +13,12 @@ no time. What comes before the first stage (for `make repro`: the install and `d
 `before the first stage`. The result goes to reports/bench/stage_times.json (the seconds of each
 stage, the total, the command, its exit status, the commit and the CPU), which the docs' stage times
 come from. Only the standard library: it runs before `make repro` has built the virtual environment.
+
+`--mlflow` needs no log: every stage run of a `dvc repro` is a descendant of that invocation's parent
+run in the MLflow store (lmforge/tracking.py), tagged with its DVC stage. A stage runs from its first
+run's start to its last run's end (a multirun stage's jobs and a multi-command stage's processes
+included), so the few seconds each process spends before it opens its run are not counted, and a
+stage DVC skipped has no run. It reads the store that `MLFLOW_TRACKING_URI` names, else mlruns.db.
 """
 
 from __future__ import annotations
@@ -32,6 +40,10 @@ SKIPPED = re.compile(r"Stage '([^']+)' didn't change, skipping")
 MARK = (
     "#stage_times"  # its own log lines: "#stage_times start|host|end <time> <command|host json|exit status>"
 )
+
+
+class BadInput(ValueError):
+    """What the user gave cannot be read: main() prints it on one line and exits 2."""
 
 
 def record(command: list[str], log: Path) -> None:
@@ -75,7 +87,7 @@ def table(log: Path) -> dict:
         elif found := SKIPPED.search(text):
             events.append((float(stamp), found.group(1), False))
     if start is None or end is None:
-        raise SystemExit(f"error: {log}: no start and end lines of {MARK}; expected a log this tool wrote")
+        raise BadInput(f"{log}: no start and end lines of {MARK}; expected a log this tool wrote")
     ran = [(t, name) for t, name, did in events if did]
     stops = [t for t, _ in ran[1:]] + [end]
     seconds = {name: round(stop - t, 1) for (t, name), stop in zip(ran, stops)}
@@ -95,20 +107,96 @@ def table(log: Path) -> dict:
 def markdown(result: dict) -> str:
     """The stage-time table of docs/pipeline.md: one row per DVC stage (its foreach instances side by
     side), seconds and minutes; a test checks that the page holds this table for the committed report."""
-    groups: dict[str, list[tuple[str, float | None]]] = {}
+    groups: dict[str, list[tuple[str, float | str | None]]] = {}
     for row in result["stages"]:
         stage, _, instance = row["stage"].partition("@")
-        groups.setdefault(stage, []).append((instance, row["seconds"]))
+        groups.setdefault(stage, []).append((instance, "resumed" if row.get("resumed") else row["seconds"]))
     lines = ["| stage | instances | seconds | minutes |", "|---|---|---|---|"]
     for stage, runs in groups.items():
         names = ", ".join(name for name, _ in runs if name)
-        seconds = ", ".join("skipped" if s is None else f"{s:,.0f}" for _, s in runs)
-        minutes = sum(s for _, s in runs if s is not None) / 60
+        seconds = ", ".join(_shown(s) for _, s in runs)
+        minutes = sum(s for _, s in runs if isinstance(s, float | int)) / 60
         lines.append(f"| {stage} | {names} | {seconds} | {minutes:.1f} |")
     lines.append(
         f"| **all stages** | | **{result['stages_seconds']:,.0f}** | **{result['stages_seconds'] / 60:.1f}** |"
     )
     return "\n".join(lines)
+
+
+def from_mlflow(run_id: str | None = None, uri: str | None = None) -> dict:
+    """The same table from the MLflow store: the pipeline run `run_id` (default: the last one
+    started), its stages timed by the runs that carry their `dvc_stage` tag."""
+    from mlflow.tracking import MlflowClient  # the one import outside the standard library
+
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlruns.db")
+    client = MlflowClient(tracking_uri=uri)
+    if run_id is None:
+        ids = [e.experiment_id for e in client.search_experiments()]
+        found = client.search_runs(
+            ids, "tags.lmforge_level = 'pipeline'", order_by=["attributes.start_time DESC"], max_results=1
+        )
+        if not found:
+            raise BadInput(f"{uri} holds no pipeline run; expected a store that a `dvc repro` wrote")
+        top = found[0]
+    else:
+        try:
+            top = client.get_run(run_id)
+        except Exception:  # mlflow raises MlflowException for an unknown id
+            raise BadInput(
+                f"run {run_id!r} is not in {uri}; expected a pipeline run's id (--mlflow alone takes the last)"
+            ) from None
+    spans: dict[str, list[float | None]] = {}  # a stage's first start and last end, in seconds
+    token = None
+    while True:  # the invocation's children: one per stage process, or the stage's own run over its jobs
+        page = client.search_runs(
+            [top.info.experiment_id],
+            f"tags.mlflow.parentRunId = '{top.info.run_id}'",
+            max_results=1000,
+            page_token=token,
+        )
+        for run in page:
+            stage, start, end = run.data.tags.get("dvc_stage"), run.info.start_time, run.info.end_time
+            if stage is None or end is None:
+                continue
+            span = spans.setdefault(stage, [start / 1000, end / 1000])
+            if start < top.info.start_time or span[0] is None:
+                # a run resumed by this invocation (the scaling sweep's keeps its cells): it started in
+                # an earlier one, so its start says nothing of this stage's time
+                spans[stage] = [None, max(end / 1000, span[1])]
+                continue
+            span[0], span[1] = min(span[0], start / 1000), max(span[1], end / 1000)
+        if not (token := page.token):
+            break
+    if not spans:
+        raise BadInput(f"pipeline run {top.info.run_id} has no finished stage run in {uri} (still running?)")
+    timed = [span for span in spans.values() if span[0] is not None]
+    first = min(start for start, _ in timed) if timed else top.info.start_time / 1000
+    last = max(end for _, end in spans.values())
+    ordered = sorted(spans.items(), key=lambda item: item[1][0] if item[1][0] is not None else item[1][1])
+    tags = top.data.tags
+    dirty = "-dirty" if tags.get("git_dirty") == "true" else ""
+    return {
+        "stages": [
+            {"stage": stage, "seconds": None, "resumed": True}
+            if start is None
+            else {"stage": stage, "seconds": round(end - start, 1)}
+            for stage, (start, end) in ordered
+        ],
+        "before_first_stage": None,
+        "stages_seconds": round(last - first, 1),
+        "total_seconds": round(last - first, 1),
+        "command": top.info.run_name,
+        "exit_code": None,
+        "commit": tags.get("git_commit", "unknown")[:7] + dirty,
+        "mlflow_run": top.info.run_id,
+    }
+
+
+def _shown(seconds: float | str | None) -> str:
+    """Seconds, or why there are none: DVC skipped the stage, or its run was resumed (not timed)."""
+    if seconds is None:
+        return "skipped"
+    return seconds if isinstance(seconds, str) else f"{seconds:,.0f}"
 
 
 def commit() -> str:
@@ -145,29 +233,50 @@ def main() -> None:
     parser.add_argument("--from", dest="source", type=Path, help="a log this tool wrote; nothing is run")
     parser.add_argument("--log", type=Path, default=LOG, help=f"where the run's log goes (default {LOG})")
     parser.add_argument("--markdown", action="store_true", help="print the docs' table instead")
+    parser.add_argument(
+        "--mlflow",
+        nargs="?",
+        const="",
+        metavar="RUN_ID",
+        help="time the stages of a pipeline run of the MLflow store (default: the last one); nothing is run",
+    )
     parser.add_argument("command", nargs="*", help="the command to time, after --")
     args = parser.parse_args()
-    if args.source and args.command:
-        parser.error("give a command after -- or --from LOG, not both")
-    if not (args.source or args.command or args.markdown):
-        parser.error("give a command after --, --from LOG, or --markdown (the table of the last report)")
+    if sum(bool(given) for given in (args.source, args.command, args.mlflow is not None)) > 1:
+        parser.error("give one of: a command after --, --from LOG, --mlflow [RUN_ID]")
+    if not (args.source or args.command or args.markdown or args.mlflow is not None):
+        parser.error(
+            "give a command after --, --from LOG, --mlflow, or --markdown (the table of the last report)"
+        )
     if args.command:
         record(args.command, args.log)
-    if args.markdown and not (args.source or args.command):
-        result = json.loads(REPORT.read_text())  # the last timed run's report
-    else:
-        result = table(args.source or args.log)
+    try:
+        if args.mlflow is not None:
+            result = from_mlflow(args.mlflow or None)
+        elif args.markdown and not (args.source or args.command):
+            result = json.loads(REPORT.read_text())  # the last timed run's report
+        else:
+            result = table(args.source or args.log)
+    except BadInput as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     if args.markdown:
         print(markdown(result))
         return
     for row in result["stages"]:
-        shown = f"{row['seconds']:8.0f}" if row["seconds"] is not None else "  skipped"
+        shown = f"{_shown('resumed' if row.get('resumed') else row['seconds']):>8s}"
         print(f"{row['stage']:40s} {shown}")
-    print(f"{'before the first stage':40s} {result['before_first_stage']:8.0f}")
+    if result["before_first_stage"] is not None:
+        print(f"{'before the first stage':40s} {result['before_first_stage']:8.0f}")
     print(f"{'stages':40s} {result['stages_seconds']:8.0f}  ({result['stages_seconds'] / 60:.1f} min)")
-    print(
-        f"{'total':40s} {result['total_seconds']:8.0f}  ({result['total_seconds'] / 60:.1f} min), exit {result['exit_code']}"
-    )
+    if result["exit_code"] is not None:
+        print(
+            f"{'total':40s} {result['total_seconds']:8.0f}  ({result['total_seconds'] / 60:.1f} min), exit {result['exit_code']}"
+        )
+    else:
+        print(
+            f"{'from':40s} {result['command']} (MLflow run {result['mlflow_run']}, commit {result['commit']})"
+        )
     if args.command:
         write(result, REPORT)
     sys.exit(result["exit_code"] if args.command else 0)
