@@ -13,7 +13,7 @@ python pipelines/finetune.py row=encoder-pos trainer=ddp_cpu                # 2 
 """
 
 from lmforge.finetune.config import adapt_config, finetune_config
-from lmforge.finetune.stage import run
+from lmforge.finetune.stage import run, starts_from
 from lmforge.stage import Stage, run_name_value
 from lmforge.tasks.config import task_config
 from lmforge.tracking import cli
@@ -30,6 +30,9 @@ STAGE = Stage(
         "run_name": run_name_value,
     },
     instance_key="run_name",
+    starts_from=starts_from,  # tags the row with the pretraining (or distillation) run it starts from
+    score=("test/score", "max"),  # the row's mean test score over its seeds
+    registers=lambda plan: f"finetune-{plan.task.name}",  # the best row of each task: @champion
 )
 
 

@@ -259,6 +259,21 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
     translation = client.get_model_version_by_alias("lmforge-smoke-translate_train-main", "champion")
     assert float(translation.tags["bleu"]) >= 0  # translate_eval registered the model translate_train logged
 
+    # fine-tuning: every row logs its model and names the run it starts from; the best row of each
+    # task is the champion of lmforge-<overlay>-finetune-<task>, and answers a raw row
+    assert jobs["tags.lmforge_model_uri"].notna().all()
+    row = jobs[jobs["tags.lmforge_job"] == "finetune@encoder-sentiment"].iloc[0]
+    encoder = runs[runs["tags.lmforge_job"] == "pretrain@encoder"]
+    assert row["tags.starts_from"] == "artifacts/pretrain/encoder"
+    assert row["tags.starts_from_run_id"] in set(encoder["run_id"])
+    sentiment = jobs[jobs["tags.lmforge_job"].str.endswith("-sentiment")]
+    champion = client.get_model_version_by_alias("lmforge-smoke-finetune-sentiment", "champion")
+    assert float(champion.tags["test/score"]) == sentiment["metrics.test/score"].max()
+    label = mlflow.pyfunc.load_model("models:/lmforge-smoke-finetune-sentiment@champion").predict(
+        pd.DataFrame({"text": ["A moving, funny film."]})
+    )
+    assert len(label) == 1 and label[0] in {"negative", "positive"}
+
     # lean artifacts: no checkpoint or data uploaded
     stored = [p for folder in ("mlruns", "mlartifacts") for p in (repo / folder).rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in stored) <= 50e6

@@ -124,3 +124,32 @@ def test_the_logged_translation_model_translates(tmp_path, store):
         uri = log_text_model(TrainedModel(trained, str(tokenizer), "encoder_decoder"))
     out = mlflow.pyfunc.load_model(uri).predict(pd.DataFrame({"text": ["The jury said", "The city"]}))
     assert len(out) == 2 and all(isinstance(text, str) for text in out)
+
+
+def test_a_fine_tuned_row_is_registered_per_task_and_answers_raw_rows(tmp_path, store):
+    """A fine-tuning row logs its model with a row of its task as the input example; the registry keeps
+    one model per task (`lmforge-finetune-<task>`), its champion the row with the best score."""
+    from finetune.test_predict import module_and_rows, saved
+
+    from helpers import tiny_wordpiece
+    from lmforge.finetune.predict import example
+    from lmforge.tasks.config import Kind
+
+    tokenizer = tmp_path / "tokenizer.json"
+    tiny_wordpiece().save(str(tokenizer))
+    module, rows, _ = module_and_rows("pair_classification", "encoder", "accuracy")
+    model = TrainedModel(
+        saved(tmp_path, module), str(tokenizer), "encoder", example(Kind.pair_classification, rows[0])
+    )
+    for row, score in (("encoder-pairs", 0.6), ("scratch-pairs", 0.5)):
+        with mlflow.start_run(tags={"lmforge_job": f"finetune@{row}"}) as run:
+            mlflow.set_tag("lmforge_model_uri", log_text_model(model))
+            _register(store, run.info.run_id, {"test/score": score}, ("test/score", "max"), "none",
+                      run.info.run_id, "finetune-pairs")  # fmt: skip
+    champion = store.get_model_version_by_alias("lmforge-finetune-pairs", "champion")
+    assert int(champion.version) == 1 and champion.tags["test/score"] == "0.6"
+    assert int(store.get_model_version_by_alias("lmforge-finetune-pairs", "candidate").version) == 2
+    loaded = mlflow.pyfunc.load_model("models:/lmforge-finetune-pairs@champion")
+    out = loaded.predict(pd.DataFrame([example(Kind.pair_classification, row) for row in rows]))
+    assert len(out) == len(rows) and set(out) <= {"other", "same"}
+    assert loaded.metadata.get_input_schema().input_names() == ["text", "text_pair"]

@@ -9,8 +9,10 @@ then predicts on a DataFrame's column `text`, one output string per input:
 - an encoder-decoder trained on span corruption (T5) reads the text, whose `<extra_id_N>` mark
   dropped spans, and returns what it generates for them;
 - one trained on sentence pairs (the translation model) translates the text, decoded as
-  `translate_eval` decodes by default (beam 4, length penalty 0.6).
-What it does follows from the objective the checkpoint was trained with.
+  `translate_eval` decodes by default (beam 4, length penalty 0.6);
+- a fine-tuning row's model reads the columns its task kind needs and returns the label, the tags or
+  the answer (`lmforge.finetune.predict`).
+What it does follows from the checkpoint: its task when it has one, else its training objective.
 """
 
 from __future__ import annotations
@@ -26,16 +28,26 @@ MARKERS = re.compile(r"(\[MASK\]|<extra_id_\d+>)")  # encoded as text by our tok
 class TextModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context):
         from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-        from lmforge.training.checkpoints import load_module
+        from lmforge.training.checkpoints import load_module, read_checkpoint
 
-        module = load_module(context.artifacts["checkpoint"])
-        self.model, self.kind = module.model.eval(), module.objective_config.kind.value
+        path = context.artifacts["checkpoint"]
         self.tokenizer = load_tokenizer(context.artifacts["tokenizer"])
+        self.finetuned = None
+        if "task" in read_checkpoint(path)["hyper_parameters"]:  # a fine-tuning row's model
+            from lmforge.finetune.predict import Predictor
+
+            self.finetuned = Predictor(path, self.tokenizer)
+            return
+        module = load_module(path)
+        self.model, self.kind = module.model.eval(), module.objective_config.kind.value
         self.specials = special_token_ids(self.tokenizer)
 
     def predict(
         self, context, model_input, params=None
     ):  # no type hints: MLflow would read a schema from them
+        if self.finetuned is not None:
+            rows = model_input.to_dict("records") if hasattr(model_input, "columns") else list(model_input)
+            return self.finetuned.predict([row if isinstance(row, dict) else {"text": row} for row in rows])
         texts = model_input["text"].tolist() if hasattr(model_input, "columns") else list(model_input)
         params = params or {}
         new = int(params.get("max_new_tokens", 20))

@@ -49,9 +49,10 @@ class Plan:
 class TrainedModel(NamedTuple):
     """The model a training stage ends with, for MLflow to log once (`lmforge.serving`)."""
 
-    checkpoint: str  # a checkpoint `lmforge.training.checkpoints.load_module` reads (weights_only)
+    checkpoint: str  # a pretraining or fine-tuning checkpoint, read with weights_only=True
     tokenizer: str  # its tokenizer.json
     family: str  # encoder, decoder or encoder_decoder: what `predict` does with a text
+    example: dict[str, str] | None = None  # an input row (column -> text); None: the family's sentence
 
 
 class DataInput(NamedTuple):
@@ -65,7 +66,9 @@ class DataInput(NamedTuple):
 class StageResult(NamedTuple):
     metrics: dict[str, float]  # flat names -> numbers, ready for mlflow.log_metrics
     artifacts: list[str]  # the reports and figures the stage wrote, for mlflow.log_artifact
-    params: dict[str, Any] = {}  # values the run decided beyond its config (the model as built), logged as params
+    params: dict[
+        str, Any
+    ] = {}  # values the run decided beyond its config (the model as built), logged as params
     model: TrainedModel | None = None  # a training stage's final model, logged as an MLflow model
     inputs: dict[str, DataInput] = {}  # dataset context (train, val, test) -> what it read
 
@@ -100,6 +103,8 @@ class Stage:
     extends: Callable[[Plan], str | None] | None = None  # the output folder of a run this one continues
     evaluates: Callable[[Plan], str | None] | None = None  # the output folder of the run it evaluates
     score: tuple[str, str] | None = None  # (metric, "min" or "max"): ranks the evaluated run's model
+    starts_from: Callable[[Plan], str | None] | None = None  # the output folder of the model it starts from
+    registers: Callable[[Plan], str] | None = None  # registry name of its own model, ranked by `score`
 
     def resumes(self, plan: Plan) -> bool:
         return bool(self.will_resume and self.will_resume(plan))

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -81,9 +81,15 @@ def git_commit() -> str:
     return (_git("rev-parse", "HEAD") or "").strip() or "unknown"
 
 
+# What decides a run: its code and config. A `dvc repro` rewrites its outputs (reports/, dvc.lock)
+# before the next stage starts, so a dirty flag over every tracked file would be "true" for every
+# stage after the first; the flag says whether the code or config that ran differs from the commit.
+CODE_PATHS = ("src", "conf", "pipelines", "dvc.yaml", "pyproject.toml", "constraints.txt", ":(exclude)*.lock")
+
+
 def git_dirty() -> str:
-    """'true' when tracked files differ from the commit (untracked files aside), 'unknown' outside git."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    """'true' when the tracked code or config differs from the commit, 'unknown' outside git."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     return "unknown" if status is None else str(bool(status.strip())).lower()
 
 
@@ -239,16 +245,20 @@ def _overlay() -> str:
     return str(HydraConfig.get().runtime.choices.get("experiment") or "none")
 
 
-def run_tags(stage: Stage, cfg: DictConfig, label: str) -> dict[str, str]:
-    return {
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-        "dvc_stage": os.environ.get("DVC_STAGE", label),
-        "lmforge_job": label,
-        "experiment": _overlay(),
-        "data_hash": data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
-        "seed": str(cfg.get("seed", "none")),
-    }
+# The provenance tags of every run, each from (config, job label); a child run inherits them.
+RUN_TAGS: dict[str, Callable[[DictConfig, str], str]] = {
+    "git_commit": lambda cfg, label: git_commit(),
+    "git_dirty": lambda cfg, label: git_dirty(),
+    "dvc_stage": lambda cfg, label: os.environ.get("DVC_STAGE", label),
+    "lmforge_job": lambda cfg, label: label,
+    "experiment": lambda cfg, label: _overlay(),
+    "data_hash": lambda cfg, label: data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
+    "seed": lambda cfg, label: str(cfg.get("seed", "none")),
+}
+
+
+def run_tags(cfg: DictConfig, label: str) -> dict[str, str]:
+    return {key: tag(cfg, label) for key, tag in RUN_TAGS.items()}
 
 
 def _parent(client, experiment_id: str, tags: dict[str, str]) -> str | None:
@@ -298,7 +308,7 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
     from mlflow.tracking import MlflowClient
 
     mlflow.set_tracking_uri(uri)
-    tags = run_tags(stage, cfg, label)
+    tags = run_tags(cfg, label)
     with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
         client = MlflowClient()  # opens the store: inside the lock
         experiment_id = mlflow.set_experiment(experiment).experiment_id
@@ -309,6 +319,8 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
         tags["out_dir"] = str(owned[0])
     if extends := stage.extends and stage.extends(plan):  # a new run, linked to the one it extends
         tags.update(extends=str(extends), extends_run_id=_run_of_folder(str(extends)))
+    if starts := stage.starts_from and stage.starts_from(plan):  # the model a fine-tuning row starts from
+        tags.update(starts_from=str(starts), starts_from_run_id=_run_of_folder(str(starts)))
     evaluated = None
     if evaluates := stage.evaluates and stage.evaluates(plan):  # the training run whose model it scores
         evaluated = _run_of_folder(str(evaluates))
@@ -329,7 +341,9 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
             try:
                 result = stage.work(plan)
             except BaseException:
-                _log_params(plan.values, {}, resumed=run_id is not None)
+                # the config of a failed run, but never in place of its error
+                with contextlib.suppress(Exception):
+                    _log_params(plan.values, {}, resumed=run_id is not None)
                 raise
             _log_params(plan.values, result.params, resumed=run_id is not None)
             mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
@@ -339,6 +353,9 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
                 mlflow.set_tag("lmforge_model_uri", log_text_model(result.model))
             if stage.score is not None and evaluated not in (None, "none"):
                 _register(client, evaluated, result.metrics, stage.score, tags["experiment"], opened)
+            elif stage.score is not None and stage.registers is not None and result.model is not None:
+                name = stage.registers(plan)  # a stage that scores its own model (fine-tuning's rows)
+                _register(client, opened, result.metrics, stage.score, tags["experiment"], opened, name)
         status = "FINISHED"
     except LmforgeError:
         if status_before == "FINISHED":  # a refused continuation changed nothing: the record stays finished
@@ -435,7 +452,9 @@ def log_text_model(model: TrainedModel) -> str:
     import torch
     from mlflow.models import infer_signature
 
-    example = pd.DataFrame({"text": [SERVING_EXAMPLES[model.family]]})
+    example = pd.DataFrame(
+        {k: [v] for k, v in (model.example or {"text": SERVING_EXAMPLES[model.family]}).items()}
+    )
     info = mlflow.pyfunc.log_model(
         name="model",
         python_model=str(SERVING),  # the model's code, as a file: MLflow runs it when it loads the model
@@ -463,10 +482,17 @@ SERVING_EXAMPLES = {
 
 
 def _register(
-    client, trained: str, metrics: dict, score: tuple[str, str], overlay: str, evaluation: str
+    client,
+    trained: str,
+    metrics: dict,
+    score: tuple[str, str],
+    overlay: str,
+    evaluation: str,
+    name: str | None = None,
 ) -> None:
-    """Register the evaluated run's model: alias `candidate`, and `champion` when its score beats the
-    current champion's (`min`: lower is better)."""
+    """Register the trained run's model as `lmforge-[<overlay>-]<name>` (default name: the trained
+    run's job, `pretrain-decoder`): alias `candidate`, and `champion` when its score beats the current
+    champion's (`min`: lower is better)."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
@@ -474,7 +500,7 @@ def _register(
     uri, (metric, direction) = tags.get("lmforge_model_uri"), score
     if uri is None or metric not in metrics:
         return
-    job = tags.get("lmforge_job", trained).replace("@", "-")
+    job = name or tags.get("lmforge_job", trained).replace("@", "-")
     name = f"lmforge-{job}" if overlay in ("none", "default") else f"lmforge-{overlay}-{job}"
     value = float(metrics[metric])
     version = mlflow.register_model(
@@ -514,9 +540,6 @@ def inherited_tags(parent: dict[str, str], name: str) -> dict[str, str]:
     """A child's tags: its parent's provenance (commit, stage, overlay, data), its own job name."""
     keep = {k: v for k, v in parent.items() if k in RUN_TAGS}
     return {**keep, "lmforge_job": f"{parent.get('lmforge_job', 'run')}/{name}"}
-
-
-RUN_TAGS = ("git_commit", "git_dirty", "dvc_stage", "lmforge_job", "experiment", "data_hash", "seed")
 
 
 def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status: str = "FINISHED") -> None:

@@ -3,6 +3,7 @@
     data/tasks/<task>/{train,val,test}.jsonl  (the task stage)
     + a starting point (`lmforge.finetune.starts`: our pretraining, scratch, or a Hugging Face folder)
     -> {finetune.out_dir}/seed<k>/best.ckpt    merged weights + hyperparameters, weights_only-loadable
+       {finetune.out_dir}/tokenizer.json       the backbone's tokenizer, beside the row's models
        {finetune.reports_dir}/metrics.json     test metrics (mean and std over seeds), baselines on the
                                                same test examples, parameter counts, time, latency
        {finetune.reports_dir}/run.json         what the row is: task, model, init, adaptation, sizes
@@ -15,6 +16,11 @@ back with `weights_only=True` into a freshly built module, and that module is ev
 test sample: the reported score is the exported model's. Train, val and test samples depend on the
 task's seed only, so every row of a task is scored on the same examples, and so are its baselines
 (which learn from the same training examples as the rows).
+
+The row's MLflow run logs one model (`lmforge.finetune.predict` behind `lmforge.serving`): the seed
+with the best validation score, the one a user would ship. The registry keeps a model per task,
+`lmforge-finetune-<task>`: every row registers its model as `@candidate`, and `@champion` goes to the
+row with the best mean test score over its seeds (`pipelines/finetune.py`: `score`, `registers`).
 """
 
 from __future__ import annotations
@@ -38,10 +44,11 @@ from lmforge.finetune.adapt import AdaptConfig, add_lora, freeze, merge, trainab
 from lmforge.finetune.config import FinetuneConfig
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.finetune.predict import example
 from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
-from lmforge.stage import DataInput, Plan, StageResult
+from lmforge.stage import DataInput, Plan, StageResult, TrainedModel
 from lmforge.structured import plain
 from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.splits import rank
@@ -87,7 +94,14 @@ def label_word_ids(labels: list[str] | None, tokenizer, eos: int) -> list[list[i
 def start(ft: FinetuneConfig) -> Backbone:
     """The backbone `finetune.init` names (`lmforge.backbones`), with `finetune.dropout` applied."""
     where = Where(
-        ft.init, ft.checkpoint_dir, ft.backbone, ft.tokenizer_dir, ft.tokenizer, ft.hf_cache, "finetune.init"
+        ft.init,
+        ft.checkpoint_dir,
+        ft.backbone,
+        ft.tokenizer_dir,
+        ft.tokenizer,
+        ft.hf_cache,
+        "finetune.checkpoint" if ft.checkpoint != "best" else "finetune.init",
+        ft.checkpoint,
     )
     begin = load_backbone(where)
     if begin.tokenizer is None:
@@ -205,6 +219,7 @@ def run(plan: Plan) -> StageResult:
         "model": begin.name,
         "family": begin.config.family.value,
         "init": ft.init if ft.init != "pretrained" else f"pretrained ({ft.backbone})",
+        "checkpoint": ft.checkpoint if ft.init == "pretrained" else None,  # its pretraining compute
         "source": begin.source,
         "adapt": adaptation(adapt),
         "metrics": metric_names(task),
@@ -225,7 +240,26 @@ def run(plan: Plan) -> StageResult:
         split: DataInput(task.out_dir, (str(Path(task.out_dir) / f"{split}.jsonl"),), len(records[split]))
         for split in SPLITS
     }
-    return StageResult(metrics, artifacts, inputs=inputs)
+    chosen = max(runs, key=lambda r: r["best_val"])  # the first seed among equals
+    tokenizer = Path(ft.out_dir) / "tokenizer.json"
+    with atomic_path(tokenizer) as tmp:
+        begin.tokenizer.save(str(tmp))
+    model = TrainedModel(
+        str(Path(ft.out_dir) / f"seed{chosen['seed']}" / "best.ckpt"),
+        str(tokenizer),
+        begin.config.family.value,
+        example(task.kind, records["test"][0]),
+    )
+    return StageResult(metrics, artifacts, model=model, inputs=inputs)
+
+
+def starts_from(plan: Plan) -> str | None:
+    """The output folder of the model a row starts from (MLflow links the row to the run that wrote it):
+    our pretraining's or a student's; `hf:<name>` for a Hugging Face model; None from scratch."""
+    ft = plan.finetune
+    if ft.init == "pretrained":
+        return f"{ft.checkpoint_dir}/{ft.backbone}"
+    return ft.init if ft.hf_source is not None else None
 
 
 def _fit(
