@@ -80,6 +80,71 @@ def test_gpt2_with_tanh_gelu_matches_reference(tmp_path):
     torch.testing.assert_close(loaded.model(x).logits, reference(input_ids=x).logits, atol=ATOL, rtol=0)
 
 
+def test_roformer_masked_lm_matches_reference(tmp_path):
+    """RoFormer rotates interleaved pairs of each head: the importer reorders them into halves."""
+    config = transformers.RoFormerConfig(
+        vocab_size=VOCAB, hidden_size=32, embedding_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64, **SPECIAL,
+    )  # fmt: skip
+    reference = transformers.RoFormerForMaskedLM(config).eval()
+    table = reference.roformer.encoder.embed_positions.weight
+    fixed = table.detach().clone()
+    torch.manual_seed(0)
+    with torch.no_grad():  # every weight perturbed but the fixed position table
+        for p in reference.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+        table.copy_(fixed)
+    reference.save_pretrained(tmp_path)
+    loaded = load_pretrained(tmp_path)
+    assert loaded.config.position.value == "rope" and "encoder.embed_positions.weight" in loaded.extra
+    x = ids()
+    mask = torch.ones_like(x)
+    mask[1, 8:] = 0
+    want = reference(input_ids=x, attention_mask=mask).logits
+    got = loaded.model(x, attention_mask=mask.bool()).logits
+    real = mask.bool()
+    torch.testing.assert_close(got[real], want[real], atol=ATOL, rtol=0)
+    save(reference, tmp_path / "learned")  # a table that moved: no longer the sinusoid our rotary computes
+    with pytest.raises(DataError, match="embed_positions.weight differs from RoFormer's sinusoid"):
+        load_pretrained(tmp_path / "learned")
+
+
+def neox(**kw):
+    config = transformers.GPTNeoXConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64, use_parallel_residual=False, **SPECIAL, **kw,
+    )  # fmt: skip
+    return transformers.GPTNeoXForCausalLM(config).eval()
+
+
+def test_gpt_neox_matches_reference(tmp_path):
+    reference = neox(
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0, "partial_rotary_factor": 1.0}
+    )
+    loaded = load_pretrained(save(reference, tmp_path))
+    assert loaded.config.rope_base == 500.0 and not loaded.config.tie_embeddings
+    x = ids()
+    torch.testing.assert_close(loaded.model(x).logits, reference(input_ids=x).logits, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "kw, named",
+    [
+        ({"use_parallel_residual": True}, "use_parallel_residual=True"),  # GPT-NeoX's (and Pythia's) default
+        ({}, "rope_parameters=.*'partial_rotary_factor': 0.25"),  # Pythia's quarter of each head
+    ],
+)
+def test_a_gpt_neox_block_our_model_cannot_express_is_named(tmp_path, kw, named):
+    values = {"use_parallel_residual": False, **kw}
+    config = transformers.GPTNeoXConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, **{k: v for k, v in values.items()},
+    )  # fmt: skip
+    folder = save(transformers.GPTNeoXForCausalLM(config), tmp_path)
+    with pytest.raises(DataError, match=f"config.json: {named}.*cannot be expressed by ModelConfig"):
+        load_pretrained(folder)
+
+
 def llama_like(cls_config, cls_model, **kw):
     config = cls_config(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
@@ -140,7 +205,9 @@ def test_folder_without_config_or_weights_is_one_line(tmp_path):
 
 def test_an_architecture_modelconfig_cannot_express_is_named(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta"}))
-    with pytest.raises(DataError, match="model_type 'roberta' cannot be expressed.*bert, gpt2, llama"):
+    with pytest.raises(
+        DataError, match="model_type 'roberta' cannot be expressed.*bert, gpt2, gpt_neox, llama"
+    ):
         load_pretrained(tmp_path)
     folder = save(hf_bert(position_embedding_type="relative_key"), tmp_path / "rel")
     with pytest.raises(DataError, match="position_embedding_type='relative_key'"):

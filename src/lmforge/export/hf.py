@@ -34,6 +34,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from lmforge.errors import DataError
+from lmforge.hf.roformer import roformer_table
 from lmforge.model.config import ModelConfig
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 
@@ -69,8 +70,8 @@ def _needs(config: ModelConfig, **wanted: Any) -> list[str]:
 
 
 def _common(config: ModelConfig) -> list[str]:
-    """What no exported architecture expresses: local attention, scaled embeddings."""
-    return _needs(config, sliding_window=None, scale_embeddings=False)
+    """What no exported architecture expresses: local attention, scaled embeddings, attention-only layers."""
+    return _needs(config, sliding_window=None, scale_embeddings=False, mlp=True)
 
 
 def _mha(config: ModelConfig) -> list[str]:
@@ -181,13 +182,6 @@ def _bert_tensors(state: State, config: ModelConfig, prefix: str) -> State:
     if not config.tie_embeddings:
         out["cls.predictions.decoder.weight"] = state["head.proj.weight"]
     return out
-
-
-def roformer_table(positions: int, dim: int) -> torch.Tensor:
-    """RoFormer's fixed sinusoidal table (sin of every pair's angle, then cos), computed as it does."""
-    pair = torch.arange(dim, dtype=torch.float64) // 2
-    angles = torch.arange(positions, dtype=torch.float64)[:, None] / torch.pow(10000.0, 2 * pair / dim)
-    return torch.cat([angles[:, 0::2].sin(), angles[:, 1::2].cos()], dim=1).float()
 
 
 # --- decoders ---------------------------------------------------------------------------------------

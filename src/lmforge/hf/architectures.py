@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from lmforge.hf import bert, gpt2, llama, t5
+from lmforge.hf import bert, gpt2, gpt_neox, llama, roformer, t5
 from lmforge.hf.common import Rules
 
 
@@ -24,7 +24,10 @@ class Architecture:
     config: Callable[[dict[str, Any], set[str]], dict[str, Any]]  # (config.json, tensor names) -> values
     rules: Rules
     prefixes: tuple[str, ...] = ()  # stripped from HF names first (bert., transformer., model.)
-    convert: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = field(default=lambda s: s)
+    # (tensors, config.json) -> tensors: what a rename cannot do
+    convert: Callable[[dict[str, torch.Tensor], dict[str, Any]], dict[str, torch.Tensor]] = field(
+        default=lambda state, hf: state
+    )
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -32,7 +35,19 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gpt2": Architecture(
         gpt2.gpt2_config, gpt2.GPT2_RULES, prefixes=("transformer.",), convert=gpt2.gpt2_convert
     ),
+    "gpt_neox": Architecture(
+        gpt_neox.gpt_neox_config,
+        gpt_neox.GPT_NEOX_RULES,
+        prefixes=("gpt_neox.",),
+        convert=gpt_neox.gpt_neox_convert,
+    ),
     "llama": Architecture(llama.llama_config, llama.LLAMA_RULES, prefixes=("model.",)),
     "mistral": Architecture(llama.llama_config, llama.LLAMA_RULES, prefixes=("model.",)),
+    "roformer": Architecture(
+        roformer.roformer_config,
+        roformer.ROFORMER_RULES,
+        prefixes=("roformer.",),
+        convert=roformer.roformer_convert,
+    ),
     "t5": Architecture(t5.t5_config, t5.T5_RULES),
 }

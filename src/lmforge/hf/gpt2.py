@@ -34,7 +34,7 @@ def gpt2_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
     )
 
 
-def gpt2_convert(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def gpt2_convert(state: dict[str, torch.Tensor], hf: dict[str, Any]) -> dict[str, torch.Tensor]:
     """GPT-2's Conv1D stores (in, out): transpose to Linear's (out, in); split the fused q|k|v."""
     out = {}
     for name, tensor in state.items():

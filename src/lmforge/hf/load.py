@@ -41,7 +41,7 @@ def load_pretrained(folder: str | Path, **overrides: Any) -> Pretrained:
     folder = Path(folder)
     hf = read_config(folder)
     arch = architecture(folder, hf)
-    state = arch.convert(strip_prefixes(read_weights(folder), arch.prefixes))
+    state = arch.convert(strip_prefixes(read_weights(folder), arch.prefixes), hf)
     try:
         config = load_model_config({**arch.config(hf, set(state)), **overrides})
     except (ConfigError, DataError) as err:  # a value ModelConfig refuses, or a setting it cannot express
