@@ -1,6 +1,7 @@
 """Where a model comes from: one entry per source kind, each giving the model, its config and its tokenizer.
 
-    pretrained     {checkpoint_dir}/{run}/best.ckpt, a pretrain (or distill) run of ours, read with
+    pretrained     {checkpoint_dir}/{run}/{checkpoint}.ckpt, a pretrain (or distill) run of ours (its best
+                   checkpoint, or one it kept along the way: step80, ...), read with
                    weights_only=True and loaded strictly; the objective it was trained with comes along
                    (a teacher distils on it), and the tokenizer is the one the caller names
     scratch        the same architecture and tokenizer with no weights: what pretraining is compared to
@@ -21,6 +22,7 @@ from typing import Any
 from tokenizers import Tokenizer
 from torch import nn
 
+from lmforge.errors import DataError
 from lmforge.model.config import ModelConfig
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer
@@ -41,6 +43,11 @@ class Where:
     tokenizer: str | None = None
     hf_cache: str = "~/.cache/lmforge"
     key: str = "init"
+    checkpoint: str = "best"  # pretrained: best, or a checkpoint the run kept along the way (step<N>)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.checkpoint_dir) / self.run / f"{self.checkpoint}.ckpt"
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,10 @@ def _tokenizer(where: Where) -> Tokenizer | None:
 
 
 def _ours(where: Where, with_weights: bool) -> Backbone:
-    path = Path(where.checkpoint_dir) / where.run / "best.ckpt"
+    path = where.path
+    if not path.is_file() and path.parent.is_dir():  # a checkpoint the run did not keep
+        kept = ", ".join(sorted(p.stem for p in path.parent.glob("*.ckpt") if p.stem != "last"))
+        raise DataError(f"{where.key}: {path} does not exist; the run kept: {kept or 'no checkpoint'}")
     module = load_module(path)  # the PretrainModule it was saved from: weights_only, strict
     kind = "pretrain" if with_weights else "random init, architecture of pretrain"
     return Backbone(
@@ -100,7 +110,7 @@ SOURCES: dict[str, Callable[[Where], Backbone]] = {"pretrained": pretrained, "sc
 def files(where: Where) -> list[Path]:
     """The files a source is read from (part of the fingerprint of a run that starts from it)."""
     if not where.spec.startswith("hf:"):
-        return [Path(where.checkpoint_dir) / where.run / "best.ckpt"]
+        return [where.path]
     from lmforge.hf.packages import model_folder
 
     folder = model_folder(where.spec.removeprefix("hf:"), where.hf_cache, where.key)

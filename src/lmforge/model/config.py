@@ -75,6 +75,7 @@ class ModelConfig:
     n_kv_heads: int | None = None  # None -> n_heads (MHA); 1 -> MQA; a divisor of n_heads -> GQA
     head_dim: int | None = None  # None -> d_model // n_heads
     d_ff: int = 1024  # hidden width of the MLP (per branch for SwiGLU)
+    mlp: bool = True  # an MLP sublayer in every layer; false: attention-only (Elhage et al. 2021)
     max_seq_len: int = 256  # longest sequence (size of learned/sinusoidal tables, KV cache bound)
 
     position: Position = Position.rope  # how tokens learn where they are

@@ -23,6 +23,8 @@ def attention_flops(c: ModelConfig, batch: int, q_len: int, k_len: int) -> int:
 
 
 def mlp_flops(c: ModelConfig, tokens: int) -> int:
+    if not c.mlp:  # attention-only layers
+        return 0
     matrices = 3 if c.activation.value in ("swiglu", "geglu") else 2
     return 2 * tokens * c.d_model * c.d_ff * matrices
 

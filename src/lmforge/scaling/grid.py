@@ -4,8 +4,9 @@ A cell is one model shape trained for one token budget D, under one seed, with a
 optim group's `warmup_steps`) and a cosine schedule that ends where the cell ends, at the peak rate
 of its width (`scaling.lr`). Every cell trains at least `scaling.min_steps` optimizer steps: a
 config whose smallest budget is fewer steps is refused, naming the cell. D is counted in training
-tokens (steps x batch_size x seq_len), rounded down to whole steps. Compute C is counted from the model's shapes (`lmforge.model.flops`: every projection, the
-attention products and the vocabulary head, forward + backward) and logged beside the 6ND
+tokens (steps x batch_size x seq_len), rounded down to whole steps. Compute C is counted from the
+model's shapes (`lmforge.model.flops`: every projection, the attention products and the vocabulary
+head, forward + backward) and logged beside the 6ND
 approximation (with N total and N non-embedding). An IsoFLOP cell gets the D that spends its slice's
 budget C exactly on its shape. A cell's key is the sha256 of everything its result depends on (its
 resolved model, objective, optimizer, batching, seed, evaluation set, the data and the training

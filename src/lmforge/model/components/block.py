@@ -1,4 +1,5 @@
-"""One Transformer layer: self-attention, optional cross-attention, MLP, each a residual sublayer.
+"""One Transformer layer: self-attention, optional cross-attention, MLP, each a residual sublayer
+(`mlp: false` leaves the MLP out: an attention-only layer, where induction heads are easiest to see).
 
     pre-norm  (GPT-2, LLaMA, T5):  x = x + f(norm(x))
     post-norm (2017, BERT):        x = norm(x + f(x))      "Add & Norm"
@@ -26,8 +27,8 @@ class Block(nn.Module):
         self.attn = Attention(config)
         self.cross_norm = build_norm(config) if cross_attention else None
         self.cross_attn = Attention(config) if cross_attention else None
-        self.mlp_norm = build_norm(config)
-        self.mlp = MLP(config)
+        self.mlp_norm = build_norm(config) if config.mlp else None
+        self.mlp = MLP(config) if config.mlp else None
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
@@ -59,12 +60,13 @@ class Block(nn.Module):
                 cache=cache.cross_attn if cache else None,
             )
             x = self._out(x, h, self.cross_norm)
-        x = self._out(x, self.mlp(self._in(x, self.mlp_norm)), self.mlp_norm)
+        if self.mlp is not None:
+            x = self._out(x, self.mlp(self._in(x, self.mlp_norm)), self.mlp_norm)
         return x, weights
 
-    def _in(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    def _in(self, x: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
         return norm(x) if self.pre_norm else x
 
-    def _out(self, x: torch.Tensor, h: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    def _out(self, x: torch.Tensor, h: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
         x = x + self.dropout(h)
         return x if self.pre_norm else norm(x)
