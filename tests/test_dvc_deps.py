@@ -383,7 +383,7 @@ EXPERIMENTS = "pipelines/experiments/dvc.yaml"
 # records the code before it. Their reports are still the ones that lock pins (findings reads them
 # only then). `strict`: once they are rerun, this marker must go.
 EXPERIMENTS_PENDING = pytest.mark.xfail(
-    strict=True, reason="the experiments pipeline awaits its rerun after issue 27's tracking change"
+    strict=True, reason="the experiments pipeline awaits its rerun after issue 27's shared-code changes"
 )
 
 
