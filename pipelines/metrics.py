@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from lmforge.tracking import flatten  # nested keys joined with '.', as the MLflow params are
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKSPACE = "workspace"
 
@@ -45,15 +47,6 @@ def groups(repo, pipeline: str) -> dict[str, list[tuple[str, str]]]:
         for path in yaml.safe_load((ROOT / pipeline).read_text()).get("metrics", []):
             out[f"bench/{Path(path).stem}"] = [(path, path)]  # no keys in common: a table each
     return out
-
-
-def flat(value, prefix: str = "") -> dict[str, object]:
-    if isinstance(value, dict):
-        found: dict[str, object] = {}
-        for key, inner in value.items():
-            found.update(flat(inner, f"{prefix}.{key}" if prefix else str(key)))
-        return found
-    return {prefix: value}
 
 
 def shown(value) -> str:
@@ -118,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     if "" in data:  # DVC names the workspace "" when no revision is asked for
         data[WORKSPACE] = data.pop("")
     values = {
-        rev: {path: flat(entry.get("data", {})) for path, entry in data.get(rev, {}).get("data", {}).items()}
+        rev: {
+            path: flatten(entry.get("data", {})) for path, entry in data.get(rev, {}).get("data", {}).items()
+        }
         for rev in revs
     }
     for name, columns in chosen.items():

@@ -40,7 +40,7 @@ def test_a_table_has_a_row_per_key_and_a_column_per_file_and_rev(tool):
         "| extra.x | - | - | s | - |",
     ]
     assert tool.table([("a", "a.json")], values, ["workspace"])[0] == "| metric | a |"
-    assert tool.flat({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a.b": 1, "a.c.d": 2, "e": 3}
+    assert tool.flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a.b": 1, "a.c.d": 2, "e": 3}
 
 
 def test_each_metrics_file_is_in_one_group_of_its_stage(tool):
