@@ -189,14 +189,13 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     check_mlflow_store(repo, env, cells, stages=ALL_STAGES | rerun)
 
 
+def stored_files(repo: Path) -> list[Path]:
+    """The MLflow artifact files under `repo` (the sqlite store's artifact folders)."""
+    return [p for folder in ("mlruns", "mlartifacts") for p in (repo / folder).rglob("*") if p.is_file()]
+
+
 def stored_bytes(repo: Path) -> int:
-    """Bytes of the MLflow artifacts under `repo` (the sqlite store's files hold them)."""
-    return sum(
-        p.stat().st_size
-        for folder in ("mlruns", "mlartifacts")
-        for p in (repo / folder).rglob("*")
-        if p.is_file()
-    )
+    return sum(p.stat().st_size for p in stored_files(repo))
 
 
 def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set[str]) -> None:
@@ -289,6 +288,6 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
     assert len(label) == 1 and label[0] in {"negative", "positive"}
 
     # lean artifacts: no checkpoint or data uploaded (the size of the first repro's is checked above)
-    stored = [p for folder in ("mlruns", "mlartifacts") for p in (repo / folder).rglob("*") if p.is_file()]
+    stored = stored_files(repo)
     uploaded = [p for p in stored if "models" not in p.parts]  # the logged models hold their one checkpoint
     assert not [p for p in uploaded if p.suffix in (".jsonl", ".npy", ".ckpt")]
