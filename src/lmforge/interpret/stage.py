@@ -250,13 +250,13 @@ def run(plan: Plan) -> StageResult:
             f"interpret.checkpoints_dir: {folder} holds an {config.family.value} model, expected a decoder "
             "or an encoder"
         )
+    steps = [checkpoint_step(name) for name in cfg.trajectory]  # a bad name fails before any measure
     n_special = len(tokenizer.get_added_tokens_decoder())  # special tokens are the first ids
     shared = measures.prepare(Inputs(cfg, final, specials, n_special, encoded_dir, plan.train.seq_len))
 
     trajectory: list[dict] = []  # a list: the report's JSON sorts mapping keys
     final_is = None  # the kept checkpoint whose weights the final one holds, if any
-    for name in cfg.trajectory:
-        step = checkpoint_step(name)
+    for name, step in zip(cfg.trajectory, steps):
         model = load_module(folder / f"{name}.ckpt").model
         if final_is is None and same_weights(model, final):
             final_is = len(trajectory)
