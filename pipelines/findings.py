@@ -10,7 +10,6 @@ from lmforge.findings.stage import run
 from lmforge.stage import Stage
 from lmforge.tracking import cli
 
-
 STAGE = Stage("findings", run, reads={"findings": findings_config})
 
 

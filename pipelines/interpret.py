@@ -1,7 +1,8 @@
-"""DVC stage `interpret`: attention maps, logit lens, induction heads and in-context learning of the
-default decoder along its pretraining checkpoints (reports/interpret/decoder/, logged to MLflow).
+"""DVC stage `interpret@<name>`: attention maps, logit lens, induction heads and in-context learning
+of a decoder along its pretraining checkpoints (reports/interpret/<name>/, logged to MLflow).
 
-python pipelines/interpret.py
+python pipelines/interpret.py                       # the default decoder
+python pipelines/interpret.py interpret=attn_only   # the attention-only decoder of pretrain_probe
 python pipelines/interpret.py interpret.trajectory=[step100,step1000]
 """
 
@@ -16,6 +17,7 @@ STAGE = Stage(
     "interpret",
     run,
     reads={"interpret": interpret_config, "tokenizer": tokenizer_config, "train": train_config},
+    instance_key="interpret.name",
 )
 
 

@@ -39,6 +39,7 @@ def stage_options(stage: str, group: str) -> list[str]:
     return [option.split("=", 1)[1] for [option] in sweep_jobs(["--multirun", sweep])]
 
 
+INTERPRETED = list(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["interpret"]["foreach"])
 ROWS = {
     row: yaml.safe_load((ROOT / "conf" / "row" / f"{row}.yaml").read_text())
     for row in stage_options("finetune", "row")
@@ -70,7 +71,8 @@ ALL_STAGES = {
     "scaling_sweep",
     "scaling_fit",
     "scaling_plots",
-    "interpret",
+    *(f"pretrain_probe@{p}" for p in VARS["probes"]),
+    *(f"interpret@{name}" for name in INTERPRETED),
     "findings",
 }
 MULTIRUNS = {
@@ -151,12 +153,9 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     assert (fit["law"] is None) == (fit["n_cells"] < 7) and (fit["law"] is None or fit["law"]["alpha"] >= 0)
     assert ("| alpha |" in (scaling / "law.md").read_text()) == (fit["law"] is not None)
     assert len(list((scaling / "figures").glob("*.png"))) == 4
-    interpreted = json.loads((repo / "reports" / "interpret" / "decoder" / "interpret.json").read_text())
-    assert [t["step"] for t in interpreted["trajectory"]] == [
-        3,
-        9,
-        30,
-    ]  # the smoke decoder's kept checkpoints
+    for name in INTERPRETED:  # the smoke models' kept checkpoints
+        interpreted = json.loads((repo / "reports" / "interpret" / name / "interpret.json").read_text())
+        assert [t["step"] for t in interpreted["trajectory"]] == [3, 9, 30], name
     findings = json.loads((repo / "reports" / "findings.json").read_text())
     assert sum(findings["counts"].values()) == len(findings["claims"]) >= 11
     assert findings["claims"]["induction"]["verdict"] != "not tested"  # read from this run's interpret

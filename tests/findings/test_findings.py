@@ -277,17 +277,30 @@ def interpret_report(heads: list[str], gain: float, icl: tuple[float, float, flo
     }
 
 
+NONE = ([], 0.0, (-0.2, -0.25, -0.15))  # in-context learning without induction heads
+
+
 @pytest.mark.parametrize(
-    "heads, gain, icl, expected",
+    "decoder, attn_only, expected",
     [
-        (["L2H1"], 3.0, (-0.2, -0.25, -0.15), REPRODUCED),
-        ([], 0.0, (-0.2, -0.25, -0.15), NOT_REPRODUCED),  # ICL without induction heads
-        (["L2H1"], 3.0, (0.0, -0.05, 0.05), NOT_REPRODUCED),  # heads, but no ICL shown
+        (NONE, (["L2H1"], 3.0, (-0.2, -0.25, -0.15)), REPRODUCED),  # the attention-only decoder shows it
+        ((["L2H3"], 2.0, (-0.1, -0.2, -0.05)), NONE, REPRODUCED),  # the default decoder shows it
+        (NONE, NONE, NOT_REPRODUCED),
+        (NONE, (["L2H1"], 3.0, (0.0, -0.05, 0.05)), NOT_REPRODUCED),  # heads, but no ICL shown
+        (NONE, (["L2H1"], 0.1, (-0.2, -0.25, -0.15)), NOT_REPRODUCED),  # a head that does not copy
     ],
 )
-def test_induction_needs_both_heads_and_in_context_learning(tmp_path, heads, gain, icl, expected):
-    ev = workspace(tmp_path, {"interpret/decoder/interpret.json": interpret_report(heads, gain, icl)})
-    assert verdict("induction", ev, tmp_path) == expected
+def test_induction_needs_heads_and_in_context_learning_in_one_decoder(tmp_path, decoder, attn_only, expected):
+    reports = {
+        "interpret/decoder/interpret.json": interpret_report(*decoder),
+        "interpret/attn_only/interpret.json": interpret_report(*attn_only),
+    }
+    assert verdict("induction", workspace(tmp_path, reports), tmp_path) == expected
+
+
+def test_induction_is_not_tested_without_the_attention_only_report(tmp_path):
+    ev = workspace(tmp_path, {"interpret/decoder/interpret.json": interpret_report(*NONE)})
+    assert verdict("induction", ev, tmp_path) == NOT_TESTED
 
 
 @pytest.mark.parametrize("beam4, expected", [(10.0, REPRODUCED), (8.5, NOT_REPRODUCED)])

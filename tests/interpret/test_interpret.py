@@ -24,7 +24,7 @@ from lmforge.interpret.induction import (
     repeated_sequences,
     token_losses,
 )
-from lmforge.interpret.lens import logit_lens
+from lmforge.interpret.lens import logit_lens, masked_logit_lens
 from lmforge.model import build_model
 from lmforge.model.output import ModelOutput
 
@@ -62,6 +62,28 @@ def test_logit_lens_reads_each_layer_and_its_last_reading_is_the_models_loss():
     assert lens[-1]["loss"] == pytest.approx(expected, rel=1e-5)
     accuracy = (logits.argmax(-1) == ids[:, 1:]).float().mean().item()
     assert lens[-1]["accuracy"] == pytest.approx(accuracy)
+
+
+def test_masked_logit_lens_reads_masked_positions_and_its_last_reading_is_the_models_mlm_loss():
+    torch.manual_seed(0)
+    model = build_model(tiny(family="encoder", norm_placement="post", final_norm=False)).eval()
+    ids = torch.randint(5, 61, (3, 16))
+    labels = torch.full_like(ids, -100)
+    labels[:, [2, 7, 11]] = ids[:, [2, 7, 11]]
+    corrupted = ids.clone()
+    corrupted[:, [2, 7, 11]] = 4  # [MASK]
+    batches = [
+        {"input_ids": corrupted[:2], "labels": labels[:2]},
+        {"input_ids": corrupted[2:], "labels": labels[2:]},
+    ]
+    lens = masked_logit_lens(model, batches)
+    assert [row["layer"] for row in lens] == [0, 1, 2]
+    predict = labels != -100
+    logits = model(corrupted, predict_mask=predict).logits  # (9, V): the model's own sparse prediction
+    assert lens[-1]["loss"] == pytest.approx(F.cross_entropy(logits, ids[predict]).item(), rel=1e-5)
+    assert lens[-1]["accuracy"] == pytest.approx((logits.argmax(-1) == ids[predict]).float().mean().item())
+    with pytest.raises(ValueError, match="no masked position"):
+        masked_logit_lens(model, [{"input_ids": ids, "labels": torch.full_like(ids, -100)}])
 
 
 def test_repeated_sequences_repeat_their_first_half_after_the_start_token():
@@ -104,6 +126,16 @@ def test_head_statistics_of_uniform_causal_attention():
     assert stats["first_token"].item() == pytest.approx((1.0 / (rows + 1)).mean().item())
     assert stats["entropy"].item() == pytest.approx(stats["uniform_entropy"].item(), rel=1e-5)
     assert stats["uniform_entropy"].item() == pytest.approx(torch.log(rows + 1.0).mean().item())
+
+
+def test_head_statistics_of_uniform_bidirectional_attention():
+    T = 6
+    uniform = lambda T: torch.full((1, 1, T, T), 1.0 / T)  # noqa: E731
+    stats = head_statistics(Stub([uniform]), [torch.zeros(2, T, dtype=torch.long)], causal=False)
+    assert stats["uniform_entropy"].item() == pytest.approx(math.log(T))
+    assert stats["entropy"][0, 0].item() == pytest.approx(math.log(T), rel=1e-5)
+    assert stats["previous_token"][0, 0].item() == pytest.approx(1 / T)
+    assert stats["first_token"][0, 0].item() == pytest.approx(1 / T)
 
 
 def test_repeat_losses_separate_the_two_copies():
@@ -156,6 +188,7 @@ def test_token_losses_by_position_and_the_icl_score():
         ({"trajectory": []}, "interpret.trajectory"),
         ({"induction_threshold": 1.5}, "interpret.induction_threshold"),
         ({"max_windows": 0}, "interpret.max_windows"),
+        ({"name": "a/b"}, "interpret.name"),
     ],
 )
 def test_bad_interpret_values_name_the_key(values, needle):
@@ -180,7 +213,7 @@ def test_interpret_stage_end_to_end(in_workspace):
         "run_name=interp",
     )
     entry_stage("pretrain")(pretrain)
-    cfg = interpret_config(
+    overrides = [
         "tokenizer.vocab_size=600",
         f"train.seq_len={pretrain.train.seq_len}",
         "interpret.checkpoints_dir=artifacts/pretrain/interp",
@@ -190,8 +223,8 @@ def test_interpret_stage_end_to_end(in_workspace):
         "interpret.early_position=2",
         "interpret.late_position=6",
         "interpret.band=1",
-        "interpret.out_dir=reports/interpret/interp",
-    )
+    ]
+    cfg = interpret_config(*overrides, "interpret.out_dir=reports/interpret/interp")
     result = entry_stage("interpret")(cfg)
     out = Path("reports/interpret/interp")
     assert json.loads(Path("reports/interpret/interp.json").read_text()) == pytest.approx(result.metrics)
@@ -208,6 +241,55 @@ def test_interpret_stage_end_to_end(in_workspace):
     assert [t["step"] for t in report["trajectory"]] == [1, 3, 10]
     assert result.metrics["lens_final_loss"] == pytest.approx(report["logit_lens"][-1]["loss"])
     assert 0.0 <= result.metrics["max_induction_score"] <= 1.0
+
+    # a final checkpoint with a kept one's weights is measured once, under the kept one's numbers
+    twin = interpret_config(*overrides, "interpret.final=step3", "interpret.out_dir=reports/interpret/twin")
+    entry_stage("interpret")(twin)
+    report = json.loads(Path("reports/interpret/twin/interpret.json").read_text())
+    assert report["final_is"] == "step3"
+    step3 = report["trajectory"][1]
+    assert report["induction_scores"] == step3["induction_scores"]
+    assert report["logit_lens"] == step3["logit_lens"] and report["repeat_gain"] == step3["repeat_gain"]
+    assert "(the weights of step3)" in Path("reports/interpret/twin/summary.md").read_text()
+
+
+def test_interpret_stage_on_an_encoder(in_workspace):
+    pretrain = stage_config(
+        "model=bert_tiny_rope",
+        "objective=roberta_mask40",
+        "tokenizer=wordpiece",
+        "tokenizer.vocab_size=600",
+        "trainer.max_steps=10",
+        "trainer.val_check_interval=5",
+        "optim.warmup_steps=2",
+        "run_name=interp_encoder",
+    )
+    entry_stage("pretrain")(pretrain)
+    cfg = interpret_config(
+        "interpret=encoder",
+        "tokenizer=wordpiece",
+        "tokenizer.vocab_size=600",
+        f"train.seq_len={pretrain.train.seq_len}",
+        "interpret.checkpoints_dir=artifacts/pretrain/interp_encoder",
+        "interpret.trajectory=[step1,step10]",
+        "interpret.out_dir=reports/interpret/interp_encoder",
+    )
+    result = entry_stage("interpret")(cfg)
+    out = Path("reports/interpret/interp_encoder")
+    report = json.loads((out / "interpret.json").read_text())
+    assert report["family"] == "encoder" and "induction_scores" not in report
+    assert "masked positions" in report["lens_reads"]
+    assert len(report["logit_lens"]) == 1 + pretrain.model.n_layers
+    assert set(result.metrics) >= {"lens_final_loss", "lens_final_accuracy", "max_previous_token_attention"}
+    assert not any("induction" in key or "icl" in key for key in result.metrics)
+    assert {p.name for p in out.iterdir()} == {
+        "interpret.json",
+        "summary.md",
+        "attention_1.png",
+        "attention_2.png",
+        "logit_lens.png",
+    }
+    assert "# Interpretability of the default encoder" in (out / "summary.md").read_text()
 
 
 def test_interpret_refuses_a_checkpoint_name_without_a_step(in_workspace):

@@ -1,9 +1,10 @@
 """Attention maps and what each head attends to on average.
 
 Per head, over windows of real text: the mean attention to the previous token (previous-token
-heads), to the window's first token (the "attention sink" of Xiao et al. 2023) and the mean entropy
-of the attention row in nats (low: the head looks at few tokens). Causal rows at position t spread
-over t + 1 keys, so the entropy is compared with the uniform row's mean log(t + 1).
+heads), to the window's first token (the "attention sink" of Xiao et al. 2023; an encoder's [CLS]) and
+the mean entropy of the attention row in nats (low: the head looks at few tokens). Causal rows at
+position t spread over t + 1 keys, so the entropy is compared with the uniform row's mean log(t + 1);
+an encoder's rows spread over all T keys, so with log T.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from torch import nn
 
 
 @torch.no_grad()
-def head_statistics(model: nn.Module, windows: Iterable[torch.Tensor]) -> dict[str, torch.Tensor]:
-    """(layers, heads) tensors: previous_token, first_token, entropy; and uniform_entropy, a scalar."""
+def head_statistics(
+    model: nn.Module, windows: Iterable[torch.Tensor], causal: bool = True
+) -> dict[str, torch.Tensor]:
+    """(layers, heads) tensors: previous_token, first_token, entropy (rows 1..T-1); and
+    uniform_entropy, a scalar: that of rows spreading evenly over the keys they see (`causal`: 0..t)."""
     sums: dict[str, torch.Tensor] = {}
     rows = 0
     T = 0
@@ -35,7 +39,8 @@ def head_statistics(model: nn.Module, windows: Iterable[torch.Tensor]) -> dict[s
     if rows == 0:
         raise ValueError("head_statistics: got no windows of two or more tokens")
     out = {key: value / rows for key, value in sums.items()}
-    out["uniform_entropy"] = torch.log(torch.arange(2, T + 1, dtype=torch.float)).mean()
+    keys = torch.arange(2, T + 1, dtype=torch.float) if causal else torch.full((T - 1,), float(T))
+    out["uniform_entropy"] = torch.log(keys).mean()
     return out
 
 

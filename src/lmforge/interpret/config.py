@@ -10,6 +10,8 @@ from lmforge.structured import Group, rooted
 
 @dataclass(frozen=True)
 class InterpretConfig:
+    name: str = "decoder"  # the DVC instance (interpret@<name>) and the report's title
+    title: str = "the default decoder"  # what the report calls the model it looks into
     # the pretrain stage's folder of the decoder
     checkpoints_dir: str = rooted("artifacts/pretrain/decoder", "${paths.artifacts}/pretrain/decoder")
     final: str = "best"  # the checkpoint the maps and the lens read ({final}.ckpt)
@@ -36,6 +38,8 @@ class InterpretConfig:
     out_dir: str = rooted("reports/interpret/decoder", "${paths.reports}/interpret/decoder")
 
     def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ConfigError(f"interpret.name: got {self.name!r}, expected a non-empty name without '/'")
         if not self.trajectory:
             raise ConfigError("interpret.trajectory: got an empty list, expected checkpoint names")
         if not self.sentences:

@@ -30,15 +30,18 @@ def attention_figure(maps: torch.Tensor, tokens: Sequence[str], out: Path, title
     return save_figure(fig, out)
 
 
-def lens_figure(lens: Mapping[str, Sequence[Mapping[str, float]]], out: Path) -> Path:
-    """Loss and top-1 accuracy of each layer's reading, a line per checkpoint."""
+def lens_figure(
+    lens: Mapping[str, Sequence[Mapping[str, float]]], out: Path, reads: str = "the next token"
+) -> Path:
+    """Loss and top-1 accuracy of each layer's reading (predicting `reads`), a line per checkpoint."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
     for name, rows in lens.items():
         layers = [r["layer"] for r in rows]
         left.plot(layers, [r["loss"] for r in rows], marker="o", label=name)
         right.plot(layers, [100 * r["accuracy"] for r in rows], marker="o", label=name)
-    left.set(xlabel="layer (0 = embeddings)", ylabel="next-token loss (nats)", title="logit lens: loss")
+    left.set(xlabel="layer (0 = embeddings)", ylabel="loss (nats)", title="logit lens: loss")
     right.set(xlabel="layer (0 = embeddings)", ylabel="top-1 accuracy (%)", title="logit lens: accuracy")
+    fig.suptitle(f"each layer read through the unembedding, predicting {reads}", fontsize=9)
     left.set_ylim(top=min(left.get_ylim()[1], 15))
     for ax in (left, right):
         ax.legend(fontsize=8)
