@@ -201,3 +201,18 @@ def test_dvc_plots_render_with_no_network(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     page = (tmp_path / "index.html").read_text()
     assert "cdn.jsdelivr" not in page and "vegaEmbed" in page
+
+
+def test_the_findings_headline_in_the_readme_is_the_report_s():
+    """README's claim/verdict table against reports/findings.md's (its anchors made relative to the
+    README): a findings rerun that flips a verdict fails here until the README follows."""
+    report = (ROOT / "reports/findings.md").read_text(encoding="utf-8").splitlines()
+    readme = README.read_text(encoding="utf-8").splitlines()
+
+    def table(lines: list[str]) -> list[str]:
+        start = lines.index("| claim | verdict |")
+        end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+        return lines[start:end]
+
+    expected = [line.replace("](#", "](reports/findings.md#") for line in table(report)]
+    assert len(expected) >= 2 + 11 and table(readme) == expected
