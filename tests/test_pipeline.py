@@ -181,7 +181,13 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     config = repo / "conf" / "tokenizer" / "wordpiece.yaml"
     config.write_text(config.read_text() + "lowercase: false\n")  # the preset now changes a default
     rerun = _ran(_dvc(["repro"], repo, env))
-    downstream = {"tokenizer@wordpiece", "encode@wordpiece", "pretrain@encoder", "evaluate@encoder"}
+    downstream = {
+        "tokenizer@wordpiece",
+        "encode@wordpiece",
+        "pretrain@encoder",
+        "evaluate@encoder",
+        "interpret@encoder",
+    }
     distill = {"distill", "distill_finetune", "distill_summary"}
     assert rerun == downstream | {"export@encoder", "finetune", "finetune_summary"} | distill | {"findings"}
 
