@@ -24,7 +24,20 @@ def read_layer(
     return model.head(norm(hidden) if norm is not None else hidden, predict_mask)
 
 
-def _layers(nll: list[float], correct: list[int], count: int) -> list[dict[str, float]]:
+def _summed(readings: Iterable[tuple[list[torch.Tensor], torch.Tensor]], what: str) -> list[dict[str, float]]:
+    """Per layer: mean loss and top-1 accuracy over every batch's (each layer's logits (N, V), targets (N,))."""
+    nll: list[float] = []
+    correct: list[int] = []
+    count = 0
+    for layers, targets in readings:
+        if not nll:
+            nll, correct = [0.0] * len(layers), [0] * len(layers)
+        for layer, logits in enumerate(layers):
+            nll[layer] += F.cross_entropy(logits, targets, reduction="sum").item()
+            correct[layer] += (logits.argmax(-1) == targets).sum().item()
+        count += targets.numel()
+    if count == 0:
+        raise ValueError(what)
     return [
         {"layer": i, "loss": n / count, "accuracy": c / count} for i, (n, c) in enumerate(zip(nll, correct))
     ]
@@ -34,22 +47,14 @@ def _layers(nll: list[float], correct: list[int], count: int) -> list[dict[str, 
 def logit_lens(model: nn.Module, windows: Iterable[torch.Tensor]) -> list[dict[str, float]]:
     """Per layer (0 = embeddings): mean next-token loss (nats) and top-1 accuracy over `windows`,
     each (B, T) of token ids; every position but the last of a window predicts the next token."""
-    nll: list[float] = []
-    correct: list[int] = []
-    count = 0
-    for ids in windows:
-        out = model(ids, output_hidden_states=True)
-        targets = ids[:, 1:].reshape(-1)
-        if not nll:
-            nll, correct = [0.0] * len(out.hidden_states), [0] * len(out.hidden_states)
-        for layer, hidden in enumerate(out.hidden_states):
-            logits = read_layer(model, hidden)[:, :-1].reshape(-1, model.config.vocab_size)
-            nll[layer] += F.cross_entropy(logits, targets, reduction="sum").item()
-            correct[layer] += (logits.argmax(-1) == targets).sum().item()
-        count += targets.numel()
-    if count == 0:
-        raise ValueError("logit_lens: got no tokens, expected at least one window of two tokens")
-    return _layers(nll, correct, count)
+
+    def readings():
+        for ids in windows:
+            hidden = model(ids, output_hidden_states=True).hidden_states
+            V = model.config.vocab_size
+            yield [read_layer(model, h)[:, :-1].reshape(-1, V) for h in hidden], ids[:, 1:].reshape(-1)
+
+    return _summed(readings(), "logit_lens: got no tokens, expected at least one window of two tokens")
 
 
 @torch.no_grad()
@@ -57,20 +62,14 @@ def masked_logit_lens(model: nn.Module, batches: Iterable[dict[str, torch.Tensor
     """Per layer (0 = embeddings) of an encoder: mean loss (nats) and top-1 accuracy of the original
     token at the masked positions of `batches` (`input_ids`, `attention_mask`, `labels`: -100 except
     where a token was selected)."""
-    nll: list[float] = []
-    correct: list[int] = []
-    count = 0
-    for batch in batches:
-        predict = batch["labels"] != IGNORE_INDEX
-        out = model(batch["input_ids"], attention_mask=batch.get("attention_mask"), output_hidden_states=True)
-        targets = batch["labels"][predict]
-        if not nll:
-            nll, correct = [0.0] * len(out.hidden_states), [0] * len(out.hidden_states)
-        for layer, hidden in enumerate(out.hidden_states):
-            logits = read_layer(model, hidden, predict)
-            nll[layer] += F.cross_entropy(logits, targets, reduction="sum").item()
-            correct[layer] += (logits.argmax(-1) == targets).sum().item()
-        count += targets.numel()
-    if count == 0:
-        raise ValueError("masked_logit_lens: got no masked position, expected batches with selected tokens")
-    return _layers(nll, correct, count)
+
+    def readings():
+        for batch in batches:
+            predict = batch["labels"] != IGNORE_INDEX
+            ids, mask = batch["input_ids"], batch.get("attention_mask")
+            hidden = model(ids, attention_mask=mask, output_hidden_states=True).hidden_states
+            yield [read_layer(model, h, predict) for h in hidden], batch["labels"][predict]
+
+    return _summed(
+        readings(), "masked_logit_lens: got no masked position, expected batches with selected tokens"
+    )
