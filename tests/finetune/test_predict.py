@@ -72,6 +72,8 @@ def test_raw_rows_get_the_predictions_the_test_score_counts(tmp_path, kind, fami
     predictor = Predictor(saved(tmp_path, module), tiny_wordpiece())
     assert predictor.predict([example(Kind(kind), row) for row in rows]) == expected
     assert predictor.predict([]) == []
+    chunked = Predictor(saved(tmp_path, module), tiny_wordpiece(), batch_size=2)  # 2 rows per forward
+    assert len(rows) > 2 and chunked.predict([example(Kind(kind), row) for row in rows]) == expected
 
 
 @pytest.mark.parametrize("kind, family, metric", [KINDS[3], KINDS[4]])

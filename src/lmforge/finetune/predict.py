@@ -43,7 +43,12 @@ def example(kind: Kind, record: Mapping[str, Any]) -> dict[str, str]:
 
 
 class Predictor:
-    def __init__(self, checkpoint: str, tokenizer: Tokenizer) -> None:
+    """`predict(rows)`: one string per row, computed `batch_size` rows at a time (a caller's 10,000
+    rows never become one padded batch)."""
+
+    def __init__(self, checkpoint: str, tokenizer: Tokenizer, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size: got {batch_size}, expected an integer >= 1")
         saved = read_checkpoint(checkpoint)  # weights_only=True
         module = FinetuneModule(**saved["hyper_parameters"])
         check_weights(module, saved, checkpoint)
@@ -53,6 +58,7 @@ class Predictor:
         self.tokenizer = tokenizer
         self.max_len = min(self.task.max_len, module.model_config.max_seq_len)
         self.collate = Collator(pad_id=saved["hyper_parameters"].get("pad_id", 0))
+        self.batch_size = batch_size
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -87,7 +93,10 @@ class Predictor:
             self.task.kind.value, records, self.tokenizer, self.labels, self.max_len, train=False,
             truncation=self.task.truncation,
         ).features  # fmt: skip
-        _, (predicted, _) = self.module.collect(self.collate(features))
+        predicted: list = []  # one feature per record: encode(train=False) drops none
+        for start in range(0, len(features), self.batch_size):
+            _, (chunk, _) = self.module.collect(self.collate(features[start : start + self.batch_size]))
+            predicted += chunk
         if self.task.kind is Kind.qa:
             return [str(answer) for answer in predicted]
         if self.task.kind is Kind.tagging:
