@@ -123,6 +123,19 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _runs(client, top, tag: str) -> list:
+    """The runs whose `tag` names the pipeline run `top`: its children (one per stage process, or a
+    stage's own run over its jobs) by `mlflow.parentRunId`, the runs it continued by `lmforge_resumed_by`."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [top.info.experiment_id], f"tags.{tag} = '{top.info.run_id}'", max_results=1000, page_token=token
+        )
+        runs += list(page)
+        if not (token := page.token):
+            return runs
+
+
 def from_mlflow(run_id: str | None = None, uri: str | None = None) -> dict:
     """The same table from the MLflow store: the pipeline run `run_id` (default: the last one
     started), its stages timed by the runs that carry their `dvc_stage` tag."""
@@ -146,27 +159,17 @@ def from_mlflow(run_id: str | None = None, uri: str | None = None) -> dict:
                 f"run {run_id!r} is not in {uri}; expected a pipeline run's id (--mlflow alone takes the last)"
             ) from None
     spans: dict[str, list[float | None]] = {}  # a stage's first start and last end, in seconds
-    token = None
-    while True:  # the invocation's children: one per stage process, or the stage's own run over its jobs
-        page = client.search_runs(
-            [top.info.experiment_id],
-            f"tags.mlflow.parentRunId = '{top.info.run_id}'",
-            max_results=1000,
-            page_token=token,
-        )
-        for run in page:
-            stage, start, end = run.data.tags.get("dvc_stage"), run.info.start_time, run.info.end_time
-            if stage is None or end is None:
-                continue
-            span = spans.setdefault(stage, [start / 1000, end / 1000])
-            if start < top.info.start_time or span[0] is None:
-                # a run resumed by this invocation (the scaling sweep's keeps its cells): it started in
-                # an earlier one, so its start says nothing of this stage's time
-                spans[stage] = [None, max(end / 1000, span[1])]
-                continue
-            span[0], span[1] = min(span[0], start / 1000), max(span[1], end / 1000)
-        if not (token := page.token):
-            break
+    for run in _runs(client, top, "mlflow.parentRunId") + _runs(client, top, "lmforge_resumed_by"):
+        stage, start, end = run.data.tags.get("dvc_stage"), run.info.start_time, run.info.end_time
+        if stage is None or end is None:
+            continue
+        span = spans.setdefault(stage, [start / 1000, end / 1000])
+        if start < top.info.start_time or span[0] is None:
+            # a run this invocation continued (the scaling sweep's keeps its cells): it started in an
+            # earlier one (and hangs from it, tagged lmforge_resumed_by), so its start says nothing here
+            spans[stage] = [None, max(end / 1000, span[1])]
+            continue
+        span[0], span[1] = min(span[0], start / 1000), max(span[1], end / 1000)
     if not spans:
         raise BadInput(f"pipeline run {top.info.run_id} has no finished stage run in {uri} (still running?)")
     timed = [span for span in spans.values() if span[0] is not None]

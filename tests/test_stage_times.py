@@ -132,7 +132,7 @@ def store(tmp_path_factory):
         git_commit="abcdef0123",
         git_dirty="false",
     )
-    client.set_tag(sweep, "mlflow.parentRunId", top)  # resumed by the second invocation
+    client.set_tag(sweep, "lmforge_resumed_by", top)  # continued by the second invocation, under the first
     run("prepare", 101_000, 104_500, parent=top, dvc_stage="prepare")
     rows = run("finetune", 105_000, 160_000, parent=top, dvc_stage="finetune")  # the multirun's own run
     run("finetune seed", 106_000, 150_000, parent=rows, dvc_stage="finetune")  # one of its jobs

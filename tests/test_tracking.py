@@ -9,13 +9,14 @@ import pandas as pd
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
 from tokenizers import Tokenizer
 
 from lmforge.model.config import ModelConfig
-from lmforge.stage import TrainedModel
+from lmforge.stage import Stage, StageResult, TrainedModel
 from lmforge.tokenizer.builders import build_bpe, build_wordpiece
 from lmforge.tokenizer.config import Kind, TokenizerConfig
-from lmforge.tracking import _register, artifact_folder, inherited_tags, invocation, log_text_model
+from lmforge.tracking import _register, artifact_folder, execute, inherited_tags, invocation, log_text_model
 from lmforge.training.module import PretrainModule
 
 TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30
@@ -46,6 +47,38 @@ def test_a_named_pipeline_groups_runs_and_a_lone_run_has_no_parent(monkeypatch):
     assert invocation() is None
     monkeypatch.setenv("LMFORGE_PIPELINE", "nightly")
     assert invocation() == ("env-nightly", "nightly")
+
+
+def test_a_run_continued_by_a_later_invocation_stays_under_the_one_it_started_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    resume = []
+    stage = Stage(
+        "sweep",
+        lambda plan: StageResult({"loss": 1.0}, []),
+        reads={"seed": int},
+        will_resume=lambda p: bool(resume),
+    )
+    uri = f"sqlite:///{tmp_path}/mlruns.db"
+    cfg = OmegaConf.create(
+        {"seed": 1, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
+    )
+    monkeypatch.setenv("LMFORGE_PIPELINE", "first")
+    execute(stage, cfg)
+    monkeypatch.setenv("LMFORGE_PIPELINE", "second")
+    resume.append(True)  # the second invocation continues the first one's run
+    execute(stage, cfg)
+    client = MlflowClient(tracking_uri=uri)
+    runs = {
+        r.data.tags.get("lmforge_invocation", r.data.tags.get("lmforge_job")): r
+        for r in client.search_runs(["1"])
+    }
+    assert set(runs) == {"env-first", "env-second", "sweep"}  # one run of the stage, continued
+    sweep = runs["sweep"].data.tags
+    assert sweep["mlflow.parentRunId"] == runs["env-first"].info.run_id
+    assert sweep["lmforge_resumed_by"] == runs["env-second"].info.run_id
+    assert runs["env-second"].info.status == "FINISHED"  # the invocation that did the work ends with it
+    mlflow.set_tracking_uri(None)
 
 
 def checkpoint(tmp_path, family: str, vocab: int, objective: str | None = None) -> str:

@@ -25,7 +25,8 @@ and data are never uploaded: a training stage logs its final model once, as an M
 System metrics (CPU, memory) are sampled on every run. An evaluation with a `score` registers the
 evaluated model (`lmforge-<job>`) with the alias `candidate`, and `champion` when it beats the
 current champion's score. A run left RUNNING by a killed process is continued when the stage
-resumes, else marked KILLED.
+resumes, else marked KILLED; a run continued by a later invocation keeps the parent it started under
+and is tagged `lmforge_resumed_by` with the run of the invocation that continued it.
 """
 
 from __future__ import annotations
@@ -327,6 +328,11 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
         tags.update(evaluates=str(evaluates), evaluates_run_id=evaluated)
     # before a run is opened: a refused resume (train.resume=true over another config) raises here
     run_id = _settle_unfinished_runs(label, resume=stage.resumes(plan))
+    if run_id is not None and parent is not None:
+        started_under = client.get_run(run_id).data.tags.get("mlflow.parentRunId")
+        if started_under not in (None, parent):  # a run continued by a later invocation stays where it
+            tags["mlflow.parentRunId"] = started_under  # started, and names the one that continued it
+            tags["lmforge_resumed_by"] = parent
     status_before = mlflow.get_run(run_id).info.status if run_id else None
     name = None if run_id else f"{label} {time.strftime('%m-%d %H:%M:%S')}"
     status, opened = "FAILED", run_id
@@ -362,8 +368,8 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
             client.set_terminated(run_id, status="FINISHED")
             status = "FINISHED"
         raise
-    finally:
-        for ancestor in _ancestors(client, opened) if opened else []:
+    finally:  # the invocation doing the work ends with its latest stage (a continued run's included)
+        for ancestor in [parent, *_ancestors(client, parent)] if opened and parent else []:
             if client.get_run(ancestor).info.status != "FAILED":  # the latest stage's end is the pipeline's
                 client.set_terminated(ancestor, status=status)
     return result
