@@ -303,10 +303,27 @@ def test_induction_is_not_tested_without_the_attention_only_report(tmp_path):
     assert verdict("induction", ev, tmp_path) == NOT_TESTED
 
 
-@pytest.mark.parametrize("beam4, expected", [(10.0, REPRODUCED), (8.5, NOT_REPRODUCED)])
-def test_beam_needs_one_bleu_over_greedy(tmp_path, beam4, expected):
-    ev = workspace(tmp_path, {"translate/main/eval.json": {"bleu_beam1": 8.0, "bleu_beam4": beam4}})
+def eval_report(diff: float, low: float, high: float) -> dict:
+    return {"beam_size": 4, "bleu_beam1": 8.0, "bleu_beam4": 8.0 + diff, "bleu_beam4_vs_greedy": diff,
+            "bleu_beam4_vs_greedy_low": low, "bleu_beam4_vs_greedy_high": high}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "interval, expected",
+    [
+        ((0.8, 0.2, 1.4), REPRODUCED),  # a small gain, but its interval lies above zero
+        ((2.0, -0.3, 4.1), NOT_REPRODUCED),  # a large gain that the test set cannot tell from zero
+        ((-0.5, -0.9, -0.1), NOT_REPRODUCED),
+    ],
+)
+def test_beam_needs_the_configured_beam_s_interval_over_greedy_above_zero(tmp_path, interval, expected):
+    ev = workspace(tmp_path, {"translate/main/eval.json": eval_report(*interval)})
     assert verdict("beam", ev, tmp_path) == expected
+
+
+def test_beam_is_not_tested_without_a_greedy_comparison(tmp_path):
+    ev = workspace(tmp_path, {"translate/main/eval.json": {"beam_size": 4, "bleu_beam4": 9.0}})
+    assert verdict("beam", ev, tmp_path) == NOT_TESTED
 
 
 def test_interval_display():

@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from helpers import entry_stage
 from lmforge.translate import evaluate
-from lmforge.translate.evaluate import score
+from lmforge.translate.evaluate import bleu_difference, score
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "pairs.tsv"
@@ -62,9 +62,37 @@ def test_the_stages_translate_a_local_tsv_end_to_end(local_pairs, monkeypatch):
     assert report["test_sentences"] == 40 and set(out.metrics) >= {"bleu", "chrf", "bleu_beam1", "bleu_beam2"}
     assert report["baseline_dictionary_bleu"] > report["baseline_copy_bleu"]
     assert report["bleu"] == report["bleu_beam4"]  # the headline is the configured beam's one score
+    for beam in (2, 4):  # each beam against greedy, with its paired bootstrap interval
+        diff = report[f"bleu_beam{beam}_vs_greedy"]
+        assert diff == pytest.approx(report[f"bleu_beam{beam}"] - report["bleu_beam1"])
+        assert report[f"bleu_beam{beam}_vs_greedy_low"] <= report[f"bleu_beam{beam}_vs_greedy_high"]
+    assert "BLEU minus greedy's" in (local_pairs / "reports/translate/main/bleu.md").read_text()
     assert (local_pairs / "reports/translate/main/bleu_by_beam.png").stat().st_size > 1000
     samples = (local_pairs / "reports/translate/main/samples.md").read_text()
     assert samples.count("- hypothesis:") == 5 and "reference (tgt)" in samples
+
+
+REFS = [
+    f"the {w} went to the city and saw the old tower of stone" for w in ("man", "king", "girl", "dog", "boy")
+] * 8
+
+
+def test_bleu_difference_is_the_corpus_difference_with_a_paired_bootstrap_interval():
+    from sacrebleu.metrics import BLEU
+
+    better = REFS[:30] + [r.replace("old", "new") for r in REFS[30:]]  # 30 exact, 10 one word off
+    worse = [r.replace("tower", "wall") for r in REFS]
+    diff, low, high = bleu_difference(better, worse, REFS, samples=200)
+    corpus = BLEU().corpus_score(better, [REFS]).score - BLEU().corpus_score(worse, [REFS]).score
+    assert diff == pytest.approx(corpus) and 0 < low <= diff <= high  # better on every sentence: above 0
+    same, low, high = bleu_difference(worse, worse, REFS, samples=50)
+    assert same == low == high == 0.0  # a system against itself: no difference on any resample
+    mixed = REFS[:20] + worse[20:]  # better on half the sentences, worse on none: interval above zero
+    assert bleu_difference(mixed, worse, REFS, samples=200)[1] > 0
+    # one sentence each way: the interval covers zero
+    tie_a, tie_b = [REFS[0], worse[1]], [worse[0], REFS[1]]
+    _, low, high = bleu_difference(tie_a * 10, tie_b * 10, REFS[:2] * 10, samples=300)
+    assert low < 0 < high
 
 
 def _cli(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -8,7 +8,9 @@ source word becomes the target word with the highest Dice coefficient of sentenc
 2 c(s, t) / (c(s) + c(t)); words never seen are copied). BLEU is measured for every beam size in
 `translate.beam_sizes` (a curve for `dvc plots` and a PNG); the configured beam size gives the
 headline numbers and the samples. The test sources are encoded and batched once, and each beam size
-decodes and is scored once.
+decodes and is scored once. Each beam size's BLEU minus greedy's comes with a 95% interval from the
+paired bootstrap over test sentences (Koehn 2004: both systems scored on the same resampled sets,
+from sacreBLEU's own per-sentence statistics), so "beam beats greedy" can be told from noise.
 
 Outputs under {reports_dir}: eval.json (metrics), bleu.md (the table with the signatures),
 samples.md (source, reference, hypothesis), bleu_by_beam.csv and bleu_by_beam.png.
@@ -55,6 +57,39 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any
         "bleu_signature": str(bleu.get_signature()),
         "chrf_signature": str(chrf.get_signature()),
     }
+
+
+BOOTSTRAP_SAMPLES = 1000  # resampled test sets for a difference's interval (sacreBLEU's paired bs: 1000)
+
+
+def bleu_difference(
+    a: Sequence[str],
+    b: Sequence[str],
+    references: Sequence[str],
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Corpus BLEU of hypotheses `a` minus that of `b` on the same references, and its 95% paired
+    bootstrap interval (percentiles over `samples` test sets drawn with replacement, each scored for
+    both systems)."""
+    from sacrebleu.metrics import BLEU
+
+    if not len(a) == len(b) == len(references) > 0:
+        raise ValueError(
+            f"bleu_difference: got {len(a)}, {len(b)} and {len(references)} sentences, expected one count > 0"
+        )
+    bleu = BLEU()
+    # sacreBLEU's sufficient statistics per sentence (n-gram matches and totals, lengths), as its
+    # significance module reads them; a corpus's BLEU is computed from their sum
+    stats = [np.array(bleu._extract_corpus_statistics(list(h), [list(references)])) for h in (a, b)]
+
+    def corpus(rows: np.ndarray) -> float:
+        return bleu._compute_score_from_stats(rows.sum(0).tolist()).score
+
+    picks = np.random.default_rng(seed).integers(0, len(references), size=(samples, len(references)))
+    diffs = np.array([corpus(stats[0][i]) - corpus(stats[1][i]) for i in picks])
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return corpus(stats[0]) - corpus(stats[1]), float(low), float(high)
 
 
 class Dictionary:
@@ -210,6 +245,12 @@ def run(plan: Plan) -> StageResult:
         {"beam_size": b, "bleu": scores[b]["bleu"], "chrf": scores[b]["chrf"], "seconds": decoded[b].seconds}
         for b in beams
     ]
+    greedy = 1 if 1 in decoded else None
+    versus_greedy = {  # beam size -> (BLEU minus greedy's, 95% low, high)
+        b: bleu_difference(decoded[b].hypotheses, decoded[1].hypotheses, refs)
+        for b in beams
+        if greedy and b > 1
+    }
     main = scores[translate.decode.beam_size]
     dictionary = Dictionary(read_split(pairs_cfg.out_dir, "train"))
     copy = score([p.source for p in test], refs)
@@ -229,6 +270,12 @@ def run(plan: Plan) -> StageResult:
         "sentences_per_second": len(test) / timing["seconds"],
         **{f"bleu_beam{int(r['beam_size'])}": r["bleu"] for r in by_beam},
     }
+    for b, (diff, low, high) in versus_greedy.items():
+        metrics |= {
+            f"bleu_beam{b}_vs_greedy": diff,
+            f"bleu_beam{b}_vs_greedy_low": low,
+            f"bleu_beam{b}_vs_greedy_high": high,
+        }
     reports = Path(translate.reports_dir)
     table = [
         f"# Translation {pairs_cfg.source_lang} -> {pairs_cfg.target_lang}: {len(test)} test verses from unseen books",
@@ -245,6 +292,13 @@ def run(plan: Plan) -> StageResult:
         f"| baseline: copy the source | {copy['bleu']:.2f} | {copy['chrf']:.2f} |",
         f"| baseline: word-by-word dictionary (Dice) | {word['bleu']:.2f} | {word['chrf']:.2f} |",
         "",
+        *(
+            ["| beam | BLEU minus greedy's (95% paired bootstrap interval) |", "|---|---|"]
+            + [f"| {b} | {d:+.2f} [{lo:+.2f}, {hi:+.2f}] |" for b, (d, lo, hi) in versus_greedy.items()]
+            + [""]
+            if versus_greedy
+            else []
+        ),
         f"- BLEU signature: `{main['bleu_signature']}`",
         f"- chrF signature: `{main['chrf_signature']}`",
         f"- Beam {translate.decode.beam_size}: {main['bleu_detail']}",
