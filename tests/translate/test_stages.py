@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from helpers import entry_stage
 from lmforge.translate import evaluate
-from lmforge.translate.evaluate import bleu_difference, score
+from lmforge.translate.evaluate import corpus_difference, score
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "pairs.tsv"
@@ -77,22 +77,85 @@ REFS = [
 ] * 8
 
 
-def test_bleu_difference_is_the_corpus_difference_with_a_paired_bootstrap_interval():
+def test_corpus_difference_is_the_corpus_difference_with_a_paired_bootstrap_interval():
     from sacrebleu.metrics import BLEU
 
     better = REFS[:30] + [r.replace("old", "new") for r in REFS[30:]]  # 30 exact, 10 one word off
     worse = [r.replace("tower", "wall") for r in REFS]
-    diff, low, high = bleu_difference(better, worse, REFS, samples=200)
+    diff, low, high = corpus_difference(better, worse, REFS, samples=200)
     corpus = BLEU().corpus_score(better, [REFS]).score - BLEU().corpus_score(worse, [REFS]).score
     assert diff == pytest.approx(corpus) and 0 < low <= diff <= high  # better on every sentence: above 0
-    same, low, high = bleu_difference(worse, worse, REFS, samples=50)
+    same, low, high = corpus_difference(worse, worse, REFS, samples=50)
     assert same == low == high == 0.0  # a system against itself: no difference on any resample
     mixed = REFS[:20] + worse[20:]  # better on half the sentences, worse on none: interval above zero
-    assert bleu_difference(mixed, worse, REFS, samples=200)[1] > 0
+    assert corpus_difference(mixed, worse, REFS, samples=200)[1] > 0
     # one sentence each way: the interval covers zero
     tie_a, tie_b = [REFS[0], worse[1]], [worse[0], REFS[1]]
-    _, low, high = bleu_difference(tie_a * 10, tie_b * 10, REFS[:2] * 10, samples=300)
+    _, low, high = corpus_difference(tie_a * 10, tie_b * 10, REFS[:2] * 10, samples=300)
     assert low < 0 < high
+
+
+def test_chrf_difference_is_the_corpus_chrf_difference():
+    from sacrebleu.metrics import CHRF
+
+    worse = [r.replace("tower", "wall") for r in REFS]
+    diff, low, high = corpus_difference(REFS, worse, REFS, metric="chrf", samples=100)
+    corpus = CHRF().corpus_score(REFS, [REFS]).score - CHRF().corpus_score(worse, [REFS]).score
+    assert diff == pytest.approx(corpus) and 0 < low <= diff <= high
+    with pytest.raises(ValueError, match="got metric 'ter', expected one of"):
+        corpus_difference(REFS, worse, REFS, metric="ter")
+
+
+def test_the_kept_checkpoints_are_the_models_shorter_runs_write_and_are_scored_against_the_dictionary(
+    local_pairs,
+):
+    import torch
+
+    short = _config("trainer.max_steps=20", "trainer.val_check_interval=10", "run_name=short")
+    entry_stage("translate_data")(short)
+    entry_stage("translate_tokenizer")(short)
+    entry_stage("translate_train")(short)
+    cfg = _config(
+        "translate_run=length",
+        "trainer.max_steps=40",
+        "trainer.val_check_interval=10",
+        "translate.keep_every=20",
+        "translate.beam_sizes=[1,2]",
+        "translate.decode.beam_size=2",
+    )
+    assert entry_stage("translate_train")(cfg).metrics["kept_checkpoints"] == 1
+    kept = torch.load(local_pairs / "artifacts/translate/length/model_step20.ckpt", weights_only=True)
+    alone = torch.load(local_pairs / "artifacts/translate/short/model.ckpt", weights_only=True)
+    assert kept["averaged_steps"] == alone["averaged_steps"] == [10, 20]  # smoke: average_last=2, every 10
+    for key, value in alone["state_dict"].items():  # bit for bit: the schedule ignores the run's length
+        assert torch.equal(kept["state_dict"][key], value), key
+    out = entry_stage("translate_length")(cfg)
+    report = json.loads((local_pairs / "reports/translate/length/length.json").read_text())
+    assert [r["step"] for r in report["rows"]] == [20, 40] and out.metrics["final_step"] == 40
+    short_eval = entry_stage("translate_eval")(short).metrics  # the default stage on the 20-step model
+    first = report["rows"][0]
+    assert first["bleu_beam1"] == short_eval["bleu_beam1"] and first["bleu_beam2"] == short_eval["bleu_beam2"]
+    assert report["dictionary_chrf"] == short_eval["baseline_dictionary_chrf"]
+    for row in report["rows"]:
+        for metric in ("bleu", "chrf"):
+            assert row[f"{metric}_vs_dictionary"] == pytest.approx(
+                row[f"{metric}_beam2"] - report[f"dictionary_{metric}"]
+            )
+            low, high = row[f"{metric}_vs_dictionary_low"], row[f"{metric}_vs_dictionary_high"]
+            expected = "above" if low > 0 else "below" if high < 0 else "not distinguishable"
+            assert low <= high and row[f"{metric}_verdict"] == expected
+    assert "| 40 |" in (local_pairs / "reports/translate/length/length.md").read_text()
+    (local_pairs / "artifacts/translate/length/model_step20.ckpt").unlink()
+    with pytest.raises(Exception, match=r"model_step20.ckpt: not found; expected the checkpoints"):
+        entry_stage("translate_length")(cfg)
+
+
+def test_keep_every_must_be_a_multiple_of_the_snapshot_interval(local_pairs):
+    done = _cli("translate_train.py", "translate.keep_every=15", cwd=local_pairs)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "error: translate.keep_every: got 15, expected null or a positive multiple of "
+        "translate.checkpoint_every=10"
+    ), done.stderr[-500:]
 
 
 def _cli(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:

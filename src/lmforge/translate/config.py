@@ -101,6 +101,10 @@ class TranslateConfig:
     warmup: bool = True  # false: a constant rate at the Noam peak from step 1 (the warmup experiment)
     average_last: int = 1  # average the weights of the last k checkpoints (the paper: 5); 1 = none
     checkpoint_every: int = 100  # steps between the checkpoints that averaging reads
+    # also write the averaged weights every `keep_every` steps before the last, as
+    # {out_dir}/model_step{N}.ckpt (a multiple of checkpoint_every; the translate_length experiment
+    # scores each); null keeps only the final model.ckpt
+    keep_every: int | None = None
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     beam_sizes: list[int] = field(default_factory=lambda: [1, 2, 4, 8])  # BLEU against beam size
     test_examples: int | None = None  # decode only the first N test pairs (smoke runs)
@@ -124,6 +128,11 @@ class TranslateConfig:
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"translate.{key}: got {getattr(self, key)}, expected an integer >= 1")
+        if self.keep_every is not None and (self.keep_every < 1 or self.keep_every % self.checkpoint_every):
+            raise ConfigError(
+                f"translate.keep_every: got {self.keep_every}, expected null or a positive multiple of "
+                f"translate.checkpoint_every={self.checkpoint_every}"
+            )
         if not self.beam_sizes or min(self.beam_sizes) < 1:
             raise ConfigError(f"translate.beam_sizes: got {self.beam_sizes}, expected beam sizes >= 1")
         if self.test_examples is not None and self.test_examples < 1:

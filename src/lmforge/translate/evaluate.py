@@ -62,29 +62,33 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any
 BOOTSTRAP_SAMPLES = 1000  # resampled test sets for a difference's interval (sacreBLEU's paired bs: 1000)
 
 
-def bleu_difference(
+def corpus_difference(
     a: Sequence[str],
     b: Sequence[str],
     references: Sequence[str],
+    metric: str = "bleu",
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """Corpus BLEU of hypotheses `a` minus that of `b` on the same references, and its 95% paired
-    bootstrap interval (percentiles over `samples` test sets drawn with replacement, each scored for
-    both systems)."""
-    from sacrebleu.metrics import BLEU
+    """Corpus BLEU (or chrF) of hypotheses `a` minus that of `b` on the same references, and its 95%
+    paired bootstrap interval (percentiles over `samples` test sets drawn with replacement, each
+    scored for both systems)."""
+    from sacrebleu.metrics import BLEU, CHRF
 
     if not len(a) == len(b) == len(references) > 0:
         raise ValueError(
-            f"bleu_difference: got {len(a)}, {len(b)} and {len(references)} sentences, expected one count > 0"
+            f"corpus_difference: got {len(a)}, {len(b)} and {len(references)} sentences, expected one count > 0"
         )
-    bleu = BLEU()
+    metrics = {"bleu": BLEU, "chrf": CHRF}
+    if metric not in metrics:
+        raise ValueError(f"corpus_difference: got metric {metric!r}, expected one of {sorted(metrics)}")
+    scorer = metrics[metric]()
     # sacreBLEU's sufficient statistics per sentence (n-gram matches and totals, lengths), as its
-    # significance module reads them; a corpus's BLEU is computed from their sum
-    stats = [np.array(bleu._extract_corpus_statistics(list(h), [list(references)])) for h in (a, b)]
+    # significance module reads them; a corpus's score is computed from their sum
+    stats = [np.array(scorer._extract_corpus_statistics(list(h), [list(references)])) for h in (a, b)]
 
     def corpus(rows: np.ndarray) -> float:
-        return bleu._compute_score_from_stats(rows.sum(0).tolist()).score
+        return scorer._compute_score_from_stats(rows.sum(0).tolist()).score
 
     picks = np.random.default_rng(seed).integers(0, len(references), size=(samples, len(references)))
     diffs = np.array([corpus(stats[0][i]) - corpus(stats[1][i]) for i in picks])
@@ -247,7 +251,7 @@ def run(plan: Plan) -> StageResult:
     ]
     greedy = 1 if 1 in decoded else None
     versus_greedy = {  # beam size -> (BLEU minus greedy's, 95% low, high)
-        b: bleu_difference(decoded[b].hypotheses, decoded[1].hypotheses, refs)
+        b: corpus_difference(decoded[b].hypotheses, decoded[1].hypotheses, refs)
         for b in beams
         if greedy and b > 1
     }

@@ -12,7 +12,7 @@ lr * d_model^-0.5 * warmup^-0.5 (the warmup experiment). `translate.average_last
 weights of the last k snapshots taken every `checkpoint_every` steps (the paper averages 5).
 
 Outputs: {out_dir}/model.ckpt (the final or averaged weights + hyperparameters, what evaluation
-reads); {reports_dir}/{train_loss,val_loss}.csv and
+reads), with `translate.keep_every` also {out_dir}/model_step{N}.ckpt; {reports_dir}/{train_loss,val_loss}.csv and
 metrics.json. A run starts afresh each time (an interrupted run is rerun whole).
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +70,18 @@ def model_values(model: ModelConfig, vocab_size: int, pad: int) -> dict[str, Any
 
 
 class LastWeights(L.Callback):
-    """Copies of the weights every `every` steps and at the end; the last `k` are averaged."""
+    """Copies of the weights every `every` steps and at the end; the last `k` are averaged. With
+    `keep_every`, each multiple of it short of the last step also hands the average of the snapshots
+    so far (up to `k`) to `keep(state, steps)`: the model a run stopped there would have written."""
 
-    def __init__(self, k: int, every: int) -> None:
-        self.k, self.every = k, every
+    def __init__(
+        self,
+        k: int,
+        every: int,
+        keep_every: int | None = None,
+        keep: Callable[[dict[str, torch.Tensor], list[int]], None] | None = None,
+    ) -> None:
+        self.k, self.every, self.keep_every, self.keep = k, every, keep_every, keep
         self.snapshots: deque[tuple[int, dict[str, torch.Tensor]]] = deque(maxlen=k)
 
     def _take(self, trainer: L.Trainer, module: L.LightningModule) -> None:
@@ -81,8 +90,11 @@ class LastWeights(L.Callback):
             self.snapshots.append((step, {k: v.detach().clone() for k, v in module.state_dict().items()}))
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-        if trainer.global_step % self.every == 0:
+        step = trainer.global_step
+        if step % self.every == 0:
             self._take(trainer, module)
+        if self.keep and self.keep_every and step % self.keep_every == 0 and step < trainer.max_steps:
+            self.keep(*self.averaged())
 
     def on_train_end(self, trainer, module) -> None:
         self._take(trainer, module)
@@ -104,6 +116,11 @@ def save_model(path: Path, module: PretrainModule, state: dict[str, torch.Tensor
         torch.save(
             {"state_dict": state, "hyper_parameters": dict(module.hparams), "averaged_steps": steps}, tmp
         )
+
+
+def kept_checkpoint(out_dir: str | Path, step: int) -> Path:
+    """Where `translate.keep_every` writes the averaged weights of a step short of the last."""
+    return Path(out_dir) / f"model_step{step}.ckpt"
 
 
 def run(plan: Plan) -> StageResult:
@@ -140,7 +157,13 @@ def run(plan: Plan) -> StageResult:
     )
     out_dir, reports = Path(translate.out_dir), Path(translate.reports_dir)
     curves = CurveWriter(str(reports), every_n_steps=trainer_cfg.log_every_n_steps)
-    last = LastWeights(translate.average_last, translate.checkpoint_every)
+    kept: list[int] = []
+
+    def keep(state: dict[str, torch.Tensor], steps: list[int]) -> None:
+        save_model(kept_checkpoint(out_dir, steps[-1]), module, state, steps)
+        kept.append(steps[-1])
+
+    last = LastWeights(translate.average_last, translate.checkpoint_every, translate.keep_every, keep)
     trainer = build_trainer(
         trainer_cfg,
         mlflow_run=active_run(),  # curves and the learning rate per step go to MLflow too
@@ -175,6 +198,7 @@ def run(plan: Plan) -> StageResult:
         "params_non_embedding": params["non_embedding"],
         "peak_lr": noam_peak(optim, model["d_model"]) if optim.schedule == "noam" else optim.lr,
         "averaged_checkpoints": len(steps),
+        **({"kept_checkpoints": len(kept)} if translate.keep_every else {}),  # model_step{N}.ckpt
         "train_pairs_truncated": splits["train"].truncated,
         "val_pairs_truncated": splits["val"].truncated,
     }
