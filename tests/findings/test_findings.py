@@ -86,6 +86,29 @@ def test_pretraining_is_reproduced_only_when_every_task_interval_is_above_zero(t
     )
 
 
+def test_pretraining_is_judged_at_convergence_when_that_experiment_is_current(tmp_path):
+    short = {"comparisons": {"encoder-pos-vs-scratch-pos": comparison(0.02, 0.01)}}  # above at 200 steps
+    converged = {
+        "comparisons": {
+            "encoder-pos-converged-vs-scratch-pos-converged": comparison(0.001, 0.005)  # covers zero
+        }
+    }
+    reports = {"finetune/summary.json": short, "finetune_converged/summary.json": converged}
+    pinned = {"finetune_converged/summary.json": "finetune_converged"}
+    ev = workspace(tmp_path, reports, pinned)
+    found = CLAIMS["pretraining"].test(ev, FindingsConfig(), tmp_path / "figures")
+    assert found.verdict == NOT_REPRODUCED and found.because.startswith("fine-tuned to convergence")
+    assert [name for name, _ in found.numbers] == [
+        "pos, 200 steps: pretrained - scratch",
+        "pos, to convergence: pretrained - scratch",
+    ]
+    # a stale converged report (not what the experiments' lock pins) is not read: 200 steps decide
+    (tmp_path / "reports/finetune_converged/summary.json").write_text(json.dumps({"comparisons": {}}))
+    found = CLAIMS["pretraining"].test(ev, FindingsConfig(), tmp_path / "figures")
+    assert found.verdict == REPRODUCED and "at 200 fine-tuning steps" in found.because
+    assert "fine-tuning to convergence not read" in found.because
+
+
 def test_pretraining_without_its_report_is_not_tested(tmp_path):
     assert verdict("pretraining", workspace(tmp_path, {}), tmp_path) == NOT_TESTED
 

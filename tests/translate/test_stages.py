@@ -107,7 +107,7 @@ def test_chrf_difference_is_the_corpus_chrf_difference():
 
 
 def test_the_kept_checkpoints_are_the_models_shorter_runs_write_and_are_scored_against_the_dictionary(
-    local_pairs,
+    local_pairs, monkeypatch
 ):
     import torch
 
@@ -129,7 +129,12 @@ def test_the_kept_checkpoints_are_the_models_shorter_runs_write_and_are_scored_a
     assert kept["averaged_steps"] == alone["averaged_steps"] == [10, 20]  # smoke: average_last=2, every 10
     for key, value in alone["state_dict"].items():  # bit for bit: the schedule ignores the run's length
         assert torch.equal(kept["state_dict"][key], value), key
+    from lmforge.translate import length
+
+    built = []
+    monkeypatch.setattr(length, "Dictionary", lambda train: built.append(1) or evaluate.Dictionary(train))
     out = entry_stage("translate_length")(cfg)
+    assert len(built) == 1  # the dictionary is learnt once, not once per test sentence
     report = json.loads((local_pairs / "reports/translate/length/length.json").read_text())
     assert [r["step"] for r in report["rows"]] == [20, 40] and out.metrics["final_step"] == 40
     short_eval = entry_stage("translate_eval")(short).metrics  # the default stage on the 20-step model

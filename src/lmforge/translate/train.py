@@ -72,7 +72,9 @@ def model_values(model: ModelConfig, vocab_size: int, pad: int) -> dict[str, Any
 class LastWeights(L.Callback):
     """Copies of the weights every `every` steps and at the end; the last `k` are averaged. With
     `keep_every`, each multiple of it short of the last step also hands the average of the snapshots
-    so far (up to `k`) to `keep(state, steps)`: the model a run stopped there would have written."""
+    so far (up to `k`) to `keep(state, steps)`: the model a run stopped there would have written,
+    given the same validation schedule (each validation draws from the global random stream, so the
+    dropout after it depends on when validations run)."""
 
     def __init__(
         self,
