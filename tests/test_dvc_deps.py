@@ -380,9 +380,9 @@ EXPERIMENTS = "pipelines/experiments/dvc.yaml"
 # lmforge/tracking.py (read by every stage) changed after the experiments' last rerun: a run that a
 # later invocation continues keeps the parent it started under. The default pipeline was rerun; the
 # experiments' rerun (`dvc repro pipelines/experiments/dvc.yaml`, several CPU hours) is pending, so
-# their lock records the code before it, and translate_length is new (only it has run since). Their
-# reports are still the ones that lock pins (findings reads them only then). `strict`: once they are
-# rerun, this marker must go.
+# their lock records the code before it. Only the three new ones (translate_length, finetune_compute,
+# finetune_converged) have run since. Their reports are still the ones that lock pins (findings reads
+# them only then). `strict`: once they are rerun, this marker must go.
 EXPERIMENTS_PENDING = pytest.mark.xfail(
     strict=True,
     reason="the experiments await their rerun after the change to lmforge/tracking.py",
