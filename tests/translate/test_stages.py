@@ -150,6 +150,24 @@ def test_the_kept_checkpoints_are_the_models_shorter_runs_write_and_are_scored_a
             expected = "above" if low > 0 else "below" if high < 0 else "not distinguishable"
             assert low <= high and row[f"{metric}_verdict"] == expected
     assert "| 40 |" in (local_pairs / "reports/translate/length/length.md").read_text()
+
+    class OtherVocabulary:  # the real tokenizer, one entry larger than the models were trained on
+        def __init__(self, tokenizer):
+            self.tokenizer = tokenizer
+
+        def __getattr__(self, name):
+            return getattr(self.tokenizer, name)
+
+        def get_vocab_size(self):
+            return self.tokenizer.get_vocab_size() + 1
+
+    real = length.load_tokenizer
+    monkeypatch.setattr(length, "load_tokenizer", lambda path: OtherVocabulary(real(path)))
+    with pytest.raises(
+        Exception, match=r"model_step20.ckpt: vocabulary of \d+, expected the tokenizer's \d+"
+    ):
+        entry_stage("translate_length")(cfg)
+    monkeypatch.setattr(length, "load_tokenizer", real)
     (local_pairs / "artifacts/translate/length/model_step20.ckpt").unlink()
     with pytest.raises(Exception, match=r"model_step20.ckpt: not found; expected the checkpoints"):
         entry_stage("translate_length")(cfg)

@@ -36,7 +36,7 @@ from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.translate.batches import encode_pairs
-from lmforge.translate.config import DecodeConfig, LongPairs, tokenizer_file
+from lmforge.translate.config import DecodeConfig, LongPairs, TranslateConfig, tokenizer_file
 from lmforge.translate.decode import translate_batch
 from lmforge.translate.pairs import Pair, read_split
 
@@ -147,6 +147,36 @@ def source_batches(
     return batches
 
 
+class ScoredSplit(NamedTuple):
+    pairs: list[Pair]  # the test split, cut to `translate.test_examples`
+    references: list[str]  # their targets
+    batches: list[SourceBatch]  # their sources, encoded once for every model and beam
+
+
+def scored_split(
+    pairs_dir: str | Path, translate: TranslateConfig, tokenizer, specials: SpecialTokens, max_len: int
+) -> ScoredSplit:
+    """The test pairs every translation stage scores, with their references and encoded sources."""
+    test = read_split(pairs_dir, "test")
+    if translate.test_examples is not None:
+        test = test[: translate.test_examples]
+    batches = source_batches(
+        tokenizer, test, specials, max_len, translate.long_pairs, translate.decode.batch_size
+    )
+    return ScoredSplit(test, [p.target for p in test], batches)
+
+
+def checked_module(path: Path, tokenizer):
+    """The model at `path`, refused in one line when its vocabulary is not the tokenizer's."""
+    module = load_module(path)
+    if module.model_config.vocab_size != tokenizer.get_vocab_size():
+        raise DataError(
+            f"{path}: vocabulary of {module.model_config.vocab_size}, expected the tokenizer's "
+            f"{tokenizer.get_vocab_size()} (rerun translate_train)"
+        )
+    return module
+
+
 class Decoded(NamedTuple):
     hypotheses: list[str]  # in the order of the test split
     seconds: float  # decoding the batches and detokenising, not encoding the sources
@@ -220,25 +250,10 @@ def samples_md(pairs: Sequence[Pair], hyps: Sequence[str], n: int, langs: tuple[
 def run(plan: Plan) -> StageResult:
     pairs_cfg, translate = plan.pairs, plan.translate
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
-    model_path = Path(translate.out_dir) / "model.ckpt"
-    module = load_module(model_path)
-    if module.model_config.vocab_size != tokenizer.get_vocab_size():
-        raise DataError(
-            f"{model_path}: vocabulary of {module.model_config.vocab_size}, expected the tokenizer's "
-            f"{tokenizer.get_vocab_size()} (rerun translate_train)"
-        )
-    test = read_split(pairs_cfg.out_dir, "test")
-    if translate.test_examples is not None:
-        test = test[: translate.test_examples]
-    refs = [p.target for p in test]
     specials = special_token_ids(tokenizer)
-    batches = source_batches(
-        tokenizer,
-        test,
-        specials,
-        module.model_config.max_seq_len,
-        translate.long_pairs,
-        translate.decode.batch_size,
+    module = checked_module(Path(translate.out_dir) / "model.ckpt", tokenizer)
+    test, refs, batches = scored_split(
+        pairs_cfg.out_dir, translate, tokenizer, specials, module.model_config.max_seq_len
     )
     beams = sorted(set(translate.beam_sizes) | {translate.decode.beam_size})
     decoded = {

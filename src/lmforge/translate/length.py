@@ -25,9 +25,15 @@ from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-from lmforge.training.checkpoints import load_module
 from lmforge.translate.config import TranslateConfig, tokenizer_file
-from lmforge.translate.evaluate import Dictionary, corpus_difference, decode_all, score, source_batches
+from lmforge.translate.evaluate import (
+    Dictionary,
+    checked_module,
+    corpus_difference,
+    decode_all,
+    score,
+    scored_split,
+)
 from lmforge.translate.pairs import read_split
 from lmforge.translate.train import kept_checkpoint
 
@@ -90,10 +96,10 @@ def run(plan: Plan) -> StageResult:
     found = checkpoints(translate, int(trained["steps"]))
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
     specials = special_token_ids(tokenizer)
-    test = read_split(pairs_cfg.out_dir, "test")
-    if translate.test_examples is not None:
-        test = test[: translate.test_examples]
-    refs = [p.target for p in test]
+    first = checked_module(found[0][1], tokenizer)  # every kept checkpoint shares its config
+    test, refs, batches = scored_split(
+        pairs_cfg.out_dir, translate, tokenizer, specials, first.model_config.max_seq_len
+    )
     word_by_word = Dictionary(read_split(pairs_cfg.out_dir, "train"))
     dictionary_hyps = [word_by_word(p.source) for p in test]
     dictionary = score(dictionary_hyps, refs)
@@ -101,18 +107,8 @@ def run(plan: Plan) -> StageResult:
     main = translate.decode.beam_size
     steps_per_epoch = trained["steps"] / trained["epochs"]
     rows: list[dict[str, Any]] = []
-    batches = None
-    for step, path in found:
-        module = load_module(path)
-        if batches is None:  # the sources are encoded once, for every checkpoint and beam
-            batches = source_batches(
-                tokenizer,
-                test,
-                specials,
-                module.model_config.max_seq_len,
-                translate.long_pairs,
-                translate.decode.batch_size,
-            )
+    for i, (step, path) in enumerate(found):
+        module = first if i == 0 else checked_module(path, tokenizer)
         row: dict[str, Any] = {"step": step, "epochs": step / steps_per_epoch, "val_loss": curve.get(step)}
         for beam in beams:
             hyps = decode_all(module.model, tokenizer, batches, specials, translate.decode, beam).hypotheses
