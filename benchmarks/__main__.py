@@ -23,6 +23,7 @@ from benchmarks import (
     data_pipeline,
     generation,
     lightning_overhead,
+    linear_ce,
     time_to_quality,
     tokenizers_bench,
     train_step,
@@ -37,6 +38,7 @@ GROUPS = {
     "data": lambda quick, peak, compiled: data_pipeline.run(quick),
     "time_to_quality": lambda quick, peak, compiled: time_to_quality.run(quick),
     "allocator": lambda quick, peak, compiled: allocator.run(quick),
+    "linear_ce": lambda quick, peak, compiled: linear_ce.run(quick),
 }
 
 

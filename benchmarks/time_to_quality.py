@@ -66,14 +66,19 @@ def curve(run_name: str) -> list[tuple[int, float]]:
     return read_val_curve(ROOT / "reports/pretrain" / run_name / "val_loss.csv")
 
 
-def training_step(plan: Plan) -> Callable[[], torch.Tensor]:
+def training_step(
+    plan: Plan, swap: Callable[[torch.nn.Module], torch.nn.Module] | None = None
+) -> Callable[[], torch.Tensor]:
     """One optimizer step of the recipe as the pretrain stage runs it: next batch of the training
-    loader (collation and masking included), forward, backward, clipping, AdamW and the schedule."""
+    loader (collation and masking included), forward, backward, clipping, AdamW and the schedule.
+    `swap` replaces the stage's objective by what it returns for it (benchmarks/linear_ce.py)."""
     job = prepare_run(plan)
     torch.manual_seed(job.seed)
     module = PretrainModule(
         job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
     )
+    if swap is not None:
+        module.objective = swap(module.objective)
     module.train()
     data = PretrainDataModule(
         str(job.encoded_dir), job.objective, job.train, job.specials, job.vocab_size, job.seed

@@ -377,20 +377,10 @@ def record_code_deps(repo: Path) -> None:
 
 
 EXPERIMENTS = "pipelines/experiments/dvc.yaml"
-# lmforge/tracking.py (read by every stage) changed after the experiments' last rerun: a run that a
-# later invocation continues keeps the parent it started under. The default pipeline was rerun; the
-# experiments' rerun (`dvc repro pipelines/experiments/dvc.yaml`, several CPU hours) is pending, so
-# their lock records the code before it. Only the three new ones (translate_length, finetune_compute,
-# finetune_converged) have run since. Their reports are still the ones that lock pins (findings reads
-# them only then). `strict`: once they are rerun, this marker must go.
-EXPERIMENTS_PENDING = pytest.mark.xfail(
-    strict=True,
-    reason="the experiments await their rerun after the change to lmforge/tracking.py",
-)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["dvc.yaml", pytest.param(EXPERIMENTS, marks=EXPERIMENTS_PENDING)])
+@pytest.mark.parametrize("pipeline", ["dvc.yaml", EXPERIMENTS])
 def test_dvc_lock_records_the_current_code_and_config(tmp_path, pipeline):
     stale = {
         stage: paths

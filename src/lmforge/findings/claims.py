@@ -77,7 +77,9 @@ def pretraining(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
         unread = ""
     except MissingEvidence as err:
         converged, unread = {}, f" (fine-tuning to convergence not read: {err})"
-    rows, budget = (converged, "fine-tuned to convergence") if converged else (short, "at 200 fine-tuning steps")
+    rows, budget = (
+        (converged, "fine-tuned to convergence") if converged else (short, "at 200 fine-tuning steps")
+    )
     if not rows:
         return Finding(NOT_TESTED, "the fine-tuning summary compares no pretrained row with its scratch row")
     above = [task for task, d in rows.items() if d.above()]
@@ -163,7 +165,7 @@ def few_labels(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
         f"labels, on {', '.join(t for t in verdicts if t not in held)}",
         numbers,
         figure,
-        "a pretrained encoder that beats scratch at all (see the claim above); POS curves (about an hour of CPU)",
+        "on those tasks, a pretrained encoder that beats scratch at all (see the claim above)",
     )
 
 
