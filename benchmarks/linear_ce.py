@@ -1,6 +1,6 @@
 """The fused linear + cross-entropy on the default decoder's training step: tried, measured.
 
-    python -m benchmarks --only linear_ce      # about 2 minutes on a 2-core CPU
+    python -m benchmarks --only linear_ce      # about 40 seconds on a 2-core CPU
 
 The default decoder (dvc.yaml's `families`: 2 layers x 64 wide, 8,192-entry BPE, batches of 32 x 128)
 spends most of its counted FLOPs in the vocabulary projection, and the step materialises its
