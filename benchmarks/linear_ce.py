@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from benchmarks.common import Row, interleave, median
 from benchmarks.time_to_quality import plan_of, recipes, training_step
-from lmforge.objectives.losses import TokenLoss, ratio
+from lmforge.objectives.losses import TokenLoss
 from lmforge.objectives.masking import IGNORE_INDEX
 
 CHUNKS = (64, 128, 256, 512, 1024)  # rows per chunk: 1,024 x 8,192 fp32 logits are 32 MiB
@@ -145,13 +145,7 @@ class FusedCausalLM(nn.Module):
             self.label_smoothing,
             self.chunk,
         )
-        return result.loss, {
-            "loss": result.loss.detach(),
-            "accuracy": ratio(result.n_correct, result.n_tokens),
-            "n_tokens": result.n_tokens,
-            "nll_sum": result.nll_sum,
-            "n_correct": result.n_correct,
-        }
+        return result.loss, result.stats()
 
 
 def fused(chunk: int):
