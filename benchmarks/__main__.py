@@ -21,6 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is
 from benchmarks import (
     allocator,
     data_pipeline,
+    dvc_status,
     generation,
     lightning_overhead,
     linear_ce,
@@ -39,6 +40,7 @@ GROUPS = {
     "time_to_quality": lambda quick, peak, compiled: time_to_quality.run(quick),
     "allocator": lambda quick, peak, compiled: allocator.run(quick),
     "linear_ce": lambda quick, peak, compiled: linear_ce.run(quick),
+    "dvc": lambda quick, peak, compiled: dvc_status.run(quick),
 }
 
 

@@ -86,9 +86,17 @@ def row_task(row: str) -> str:
     return next(d["override /task"] for d in ROWS[row]["defaults"] if "override /task" in d)
 
 
+# A guard against a hung DVC call, not a speed target. The first `dvc exp run` (about 50 stages) took
+# 878 s on the 2-core host of 2026-11-27 (1,150 s before ruamel.yaml.clib: docs/pipeline.md), and hosts
+# differ by more than 2x (a clean clone's encoder pretraining: 238 s on one, 512 s on another).
+HANG_SECONDS = 3600
+
+
 def _dvc(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     dvc = [sys.executable, "-m", "dvc"]
-    result = subprocess.run(dvc + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        dvc + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG_SECONDS
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout + result.stderr
 
