@@ -1,9 +1,10 @@
 """DVC's own cost per command: `dvc status` on this repository with ruamel's C parser against its
 pure-Python one.
 
-DVC loads dvc.yaml, dvc.lock and every params file a stage lists with ruamel's safe loader, and again
-each time `dvc repro` finishes a stage and rewrites the lock file. The loader parses in C only when
-`ruamel.yaml.clib` is installed, which ruamel.yaml 0.19.1 no longer pulls in, so the project lists it.
+DVC loads dvc.yaml, dvc.lock and every params file a stage lists with ruamel's safe loader, which
+parses in C only when `ruamel.yaml.clib` is installed; ruamel.yaml 0.19.1 no longer pulls it in, so
+the project lists it. (The round-trip parse with which `dvc repro` rewrites the lock file after each
+stage is pure Python either way.)
 Both sides run the same `dvc status` in a fresh process; the peer's process hides the C extension
 before DVC imports ruamel. The ratio is peer seconds over ours (higher is better).
 """
