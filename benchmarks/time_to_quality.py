@@ -52,14 +52,19 @@ def recipes() -> dict[str, dict[str, dict[str, str]]]:
     return {family: {"default": new[family], "v1": old[family]} for family in FAMILIES}
 
 
-def plan_of(recipe: dict[str, str]) -> Plan:
-    """The pretrain stage's validated plan for one family's presets (what `dvc repro` runs)."""
-    spec = importlib.util.spec_from_file_location("pretrain_entry", ROOT / "pipelines/pretrain.py")
+def stage_plan(entry_file: str, config_name: str, overrides: list[str]) -> Plan:
+    """The validated plan of the stage `pipelines/<entry_file>` defines, composed from
+    `conf/<config_name>.yaml` with `overrides` and no logger (what `dvc repro` runs, unlogged)."""
+    spec = importlib.util.spec_from_file_location(Path(entry_file).stem, ROOT / "pipelines" / entry_file)
     entry = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(entry)
-    overrides = [f"{group}={name}" for group, name in recipe.items()] + ["logger=none"]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return entry.STAGE.visible(compose(config_name="config", overrides=overrides))
+        return entry.STAGE.visible(compose(config_name=config_name, overrides=[*overrides, "logger=none"]))
+
+
+def plan_of(recipe: dict[str, str]) -> Plan:
+    """The pretrain stage's validated plan for one family's presets (what `dvc repro` runs)."""
+    return stage_plan("pretrain.py", "config", [f"{group}={name}" for group, name in recipe.items()])
 
 
 def curve(run_name: str) -> list[tuple[int, float]]:
@@ -83,10 +88,17 @@ def training_step(
     data = PretrainDataModule(
         str(job.encoded_dir), job.objective, job.train, job.specials, job.vocab_size, job.seed
     )
+    return optimizer_step(module, data, job.trainer.gradient_clip_val)
+
+
+def optimizer_step(
+    module: PretrainModule, data: PretrainDataModule, clip: float | None
+) -> Callable[[], torch.Tensor]:
+    """One optimizer step of `module` as Lightning runs it: the next batch of `data`'s training
+    loader, forward, backward, clipping at `clip`, AdamW and the schedule."""
     optimization = module.configure_optimizers()
     optimizer, scheduler = optimization["optimizer"], optimization["lr_scheduler"]["scheduler"]
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    clip = job.trainer.gradient_clip_val
     batches = iter(data.loader("train", shuffle=True))
 
     def step() -> torch.Tensor:

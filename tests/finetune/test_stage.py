@@ -5,6 +5,7 @@ what trains; bad inputs are one line and leave earlier outputs intact."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -212,6 +213,46 @@ def test_summary_compares_rows_paired_by_seed(workspace):
     line = next(line for line in text.splitlines() if line.startswith("| training the backbone helps"))
     verdict = expected.verdict.replace("a higher", "toy higher").replace("b higher", "toy-frozen higher")
     assert f"| {100 * expected.mean:+.1f} |" in line and line.endswith(f"| 3 | {verdict} |")
+
+
+def test_a_row_run_a_seed_at_a_time_reads_as_the_row_run_at_once(workspace):
+    """The reference is the row trained with seeds [0, 1, 2] in one run; the same row run once per
+    seed, each run's reports under <row>/seed<k>/, reads in the summary as the same row: the same
+    seeds, test scores per seed, means, stds, steps and baselines (times aside)."""
+    finetune("finetune.max_steps=8", "finetune.seeds=[0,1,2]")
+    for seed in (2, 0, 1):
+        finetune(
+            "finetune.max_steps=8",
+            f"finetune.seeds=[{seed}]",
+            "run_name=toy-split",
+            f"finetune.reports_dir=reports/finetune/rows/toy-split/seed{seed}",
+            f"finetune.out_dir=artifacts/finetune/toy-split-seed{seed}",
+            f"finetune.curve=reports/finetune/curves/toy-split-seed{seed}.csv",
+        )
+    entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
+    rows = json.loads((workspace / "reports/finetune/summary.json").read_text())["rows"]
+    whole, split = rows["toy"], rows["toy-split"]
+    assert split.keys() == whole.keys()
+    assert {k: split[k] for k in whole if k not in ("train_seconds", "latency_ms")} == pytest.approx(
+        {k: whole[k] for k in whole if k not in ("train_seconds", "latency_ms")}
+    )
+    assert whole["test_accuracy_std"] > 0  # the seeds differ, so the std is the merge's, not a copy
+    table = (workspace / "reports/finetune/summary.md").read_text().splitlines()
+    line = next(line for line in table if line.startswith("| toy-split |"))
+    assert "| 3 (0, 1, 2) |" in line
+
+    rows_dir = workspace / "reports/finetune/rows/toy-split"
+    shutil.copy(rows_dir / "seed0/run.json", rows_dir / "run.json")
+    with pytest.raises(DataError, match=r"holds a run \(run.json\) and runs of single seeds \(seed0, seed1"):
+        entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
+    (rows_dir / "run.json").unlink()
+    shutil.copytree(rows_dir / "seed0", rows_dir / "again")
+    with pytest.raises(DataError, match=r"repeat seeds \(\[0, 0, 1, 2\]\)"):
+        entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
+    run = json.loads((rows_dir / "again/run.json").read_text())
+    (rows_dir / "again/run.json").write_text(json.dumps({**run, "seeds": [5], "max_len": 7}))
+    with pytest.raises(DataError, match="its runs differ in max_len; expected runs of one row"):
+        entry_stage("finetune_summary")(stage_config("summary.comparisons=[]"))
 
 
 def test_summary_reads_the_rows_a_comparison_names_from_reference_folders(workspace):

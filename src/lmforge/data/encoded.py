@@ -132,7 +132,12 @@ class EncodedSplit:
     @property
     def files(self) -> tuple[str, ...]:
         """The files of this split (tokens, sentence and document offsets) and the encoding record."""
-        names = (f"{self.split}.bin", f"{self.split}.sentences.npy", f"{self.split}.documents.npy", "meta.json")
+        names = (
+            f"{self.split}.bin",
+            f"{self.split}.sentences.npy",
+            f"{self.split}.documents.npy",
+            "meta.json",
+        )
         return tuple(str(self.directory / name) for name in names)
 
     @property

@@ -75,6 +75,11 @@ class Distillation(nn.Module):
         if temperature <= 0:
             raise ConfigError(f"distill.temperature: got {temperature}, expected a number > 0")
         self.task = task_objective
+        # The soft targets compare the student's logits with the teacher's, from the one model call
+        # the task objective makes: it reads the model's logits instead of fusing the head into its
+        # loss (objective.loss_chunk, objectives/losses.py), in training and in validation alike.
+        if getattr(task_objective, "loss_chunk", None) is not None:
+            task_objective.loss_chunk = None
         self.temperature = float(temperature)
         self.alpha_ce, self.alpha_task, self.alpha_cos = float(alpha_ce), float(alpha_task), float(alpha_cos)
         object.__setattr__(self, "_teacher", teacher.eval().requires_grad_(False))  # not a submodule

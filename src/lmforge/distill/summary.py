@@ -64,7 +64,9 @@ class DistillSummaryConfig:
 
     def __post_init__(self) -> None:
         if not self.families:
-            raise ConfigError("distill_summary.families: got none, expected one family or more (encoder, decoder)")
+            raise ConfigError(
+                "distill_summary.families: got none, expected one family or more (encoder, decoder)"
+            )
         unknown = [family for family in self.families if family not in self.tokenizers]
         if unknown:
             raise ConfigError(

@@ -231,10 +231,16 @@ def distillation(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
     "LoRA approaches full fine-tuning",
     "LoRA approaches full fine-tuning (within the margin) while training a small fraction of the weights (Hu et al. 2021).",
     "dvc.yaml `finetune` (encoder-sentiment-lora against encoder-sentiment) and pipelines/experiments/dvc.yaml "
-    "`finetune_minilm` (MiniLM, 8 seeds): `dvc repro finetune_summary` and `dvc repro pipelines/experiments/dvc.yaml:finetune_minilm`",
+    "`finetune_minilm` (MiniLM, 90 steps, 8 seeds) and `finetune_converged` (MiniLM trained to convergence, "
+    "3 seeds): `dvc repro finetune_summary` and `dvc repro pipelines/experiments/dvc.yaml:finetune_minilm "
+    "pipelines/experiments/dvc.yaml:finetune_converged`",
 )
 def lora(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
-    sources = {"ours": "finetune/summary.json", "MiniLM": "finetune_minilm/summary.json"}
+    sources = {
+        "ours": "finetune/summary.json",
+        "MiniLM": "finetune_minilm/summary.json",
+        "MiniLM converged": CONVERGED,
+    }
     numbers, outcomes, intervals, missing = [], {}, {}, []
     margin = f"{100 * cfg.lora_margin:g} points"
     for backbone, path in sources.items():
@@ -245,7 +251,7 @@ def lora(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
             continue
         for key, d in sorted(summary["comparisons"].items()):
             lora_row, _, full_row = key.partition("-vs-")
-            if not lora_row.endswith("-lora") or lora_row.startswith("scratch"):
+            if "-lora" not in lora_row or lora_row.startswith("scratch"):
                 continue
             diff = _comparison(d)
             verdict = within(
@@ -513,16 +519,21 @@ def norms(ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
         "Train step of the default decoder by norm",
     )
     as_good = cost.has_spread and cost.high < cfg.loss_margin
-    if as_good and ratio < 1.0:
+    faster = ratio * cfg.norm_speedup_floor <= 1.0
+    if as_good and faster:
         return Finding(
             REPRODUCED,
-            f"the loss increase's interval stays below {cfg.loss_margin} nats and the step is faster",
+            f"the loss increase's interval stays below {cfg.loss_margin} nats and the step is at least "
+            f"{cfg.norm_speedup_floor}x faster ({1 / ratio:.2f}x)",
             numbers,
             figure,
         )
     problems = [] if as_good else [f"the loss increase's interval reaches {cfg.loss_margin} nats"]
-    if ratio >= 1.0:
-        problems.append(f"the step is not faster ({ratio:.2f}x)")
+    if not faster:
+        problems.append(
+            f"the step is not measurably faster ({1 / ratio:.2f}x, below the {cfg.norm_speedup_floor}x "
+            "that side-by-side timing resolves)"
+        )
     return Finding(
         NOT_REPRODUCED,
         "; ".join(problems),

@@ -1,7 +1,8 @@
 """The `finetune_summary` stage: every fine-tuned row side by side.
 
-Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row), and
-from each folder of `reference_dirs` (another stage's rows) the rows a comparison names, and
+Reads {rows_dir}/<row>/{run.json,metrics.json} (one folder per finetune run, named by the row; or,
+for a row whose seeds ran as separate runs, one `<row>/<part>/` folder per run, merged into the row),
+and from each folder of `reference_dirs` (another stage's rows) the rows a comparison names, and
 writes {out_dir}/summary.json ({"rows": row -> numbers, "comparisons": "<a>-vs-<b>" -> difference},
 for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
 - a line per row, keyed by the row's name (so a variant never reads as a duplicate of a default row):
@@ -17,6 +18,7 @@ for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,15 +70,67 @@ summary_config = Group(SummaryConfig, "summary")
 def read_rows(rows_dir: Path) -> dict[str, dict[str, Any]]:
     rows = {}
     for folder in sorted(p for p in rows_dir.iterdir() if p.is_dir()) if rows_dir.is_dir() else []:
-        try:
-            run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-            metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise DataError(f"finetune row {folder}: unreadable run.json or metrics.json ({err})") from None
-        rows[folder.name] = {"run": run, "metrics": metrics}
+        parts = sorted(p for p in folder.iterdir() if p.is_dir() and (p / "run.json").exists())
+        if parts and (folder / "run.json").exists():
+            raise DataError(
+                f"finetune row {folder}: holds a run (run.json) and runs of single seeds "
+                f"({', '.join(p.name for p in parts)}); expected one or the other (a stale run left behind?)"
+            )
+        rows[folder.name] = merge_seeds(folder, [_read_row(p) for p in parts]) if parts else _read_row(folder)
     if not rows:
         raise DataError(f"{rows_dir} holds no finetune rows; expected run.json + metrics.json folders")
     return rows
+
+
+def _read_row(folder: Path) -> dict[str, Any]:
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"finetune row {folder}: unreadable run.json or metrics.json ({err})") from None
+    return {"run": run, "metrics": metrics}
+
+
+PER_SEED = ("seeds", "test_per_seed")  # what differs between two runs of one row with other seeds
+
+
+def merge_seeds(folder: Path, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from runs of it with different seeds (a stage per seed, so a long row can be run a
+    seed at a time): the numbers the finetune stage would have written had it run all the seeds at
+    once. Test metrics: mean and sample std over every seed; validation score, steps, best step and
+    training time: the mean over every seed; baselines, parameters and latency: those of the run with
+    the first seed, as the stage reports its first seed's."""
+    parts = sorted(parts, key=lambda part: min(part["run"]["seeds"]))
+    runs, numbers = [part["run"] for part in parts], [part["metrics"] for part in parts]
+    same = {key: value for key, value in runs[0].items() if key not in PER_SEED}
+    for run in runs[1:]:
+        differ = sorted(
+            k for k in same.keys() | run.keys() if k not in PER_SEED and run.get(k) != same.get(k)
+        )
+        if differ:
+            raise DataError(
+                f"finetune row {folder}: its runs differ in {', '.join(differ)}; expected runs of one "
+                "row that differ only in their seeds"
+            )
+    seeds = [seed for run in runs for seed in run["seeds"]]
+    if len(set(seeds)) != len(seeds):
+        raise DataError(f"finetune row {folder}: its runs repeat seeds ({seeds}); expected each seed once")
+    for key in (k for k in numbers[0] if k.startswith("baseline_")):
+        if any(m[key] != numbers[0][key] for m in numbers):
+            raise DataError(
+                f"finetune row {folder}: {key} differs between its runs; expected the same test examples"
+            )
+    test = {name: [value for run in runs for value in run["test_per_seed"][name]] for name in same["metrics"]}
+    weights = [len(run["seeds"]) for run in runs]
+    first = same["metrics"][0]
+    metrics = dict(numbers[0])
+    for name, values in test.items():
+        metrics[f"test_{name}"] = statistics.fmean(values)
+        metrics[f"test_{name}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    metrics["test/score"] = metrics[f"test_{first}"]
+    for key in (f"val_{first}", "train_seconds", "steps", "best_step"):
+        metrics[key] = statistics.fmean([m[key] for m in numbers], weights=weights)
+    return {"run": {**same, "seeds": seeds, "test_per_seed": test}, "metrics": metrics}
 
 
 def referenced(summary: SummaryConfig, rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

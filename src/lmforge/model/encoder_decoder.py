@@ -57,15 +57,11 @@ class EncoderDecoder(nn.Module):
             raise ValueError("decoder_input_ids is required (the target shifted right)")
         if memory is None:
             memory = self.encode(input_ids, attention_mask).last_hidden_state
-        T = decoder_input_ids.shape[1]
-        positions = positions_for(decoder_attention_mask, cache_length(cache), T, decoder_input_ids.device)
-        x = self.decoder_embeddings(decoder_input_ids, positions[:, -T:])
-        out = self.decoder(
-            x,
-            positions,
+        out = self._decode(
+            memory,
+            attention_mask,
+            decoder_input_ids,
             decoder_attention_mask,
-            memory=memory,
-            memory_valid=attention_mask,
             cache=cache,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
@@ -76,6 +72,28 @@ class EncoderDecoder(nn.Module):
             hidden_states=out.hidden_states,
             attentions=out.attentions,
             encoder_last_hidden_state=memory,
+        )
+
+    def features(
+        self,
+        input_ids: torch.Tensor,  # (B, Ts) source
+        attention_mask: torch.Tensor | None,  # (B, Ts)
+        decoder_input_ids: torch.Tensor,  # (B, Tt) target, shifted right
+        decoder_attention_mask: torch.Tensor | None = None,  # (B, Tt)
+    ) -> torch.Tensor:
+        """The decoder's last hidden states (B, Tt, d_model), without the vocabulary projection."""
+        memory = self.encode(input_ids, attention_mask).last_hidden_state
+        return self._decode(
+            memory, attention_mask, decoder_input_ids, decoder_attention_mask
+        ).last_hidden_state
+
+    def _decode(self, memory, memory_valid, decoder_input_ids, decoder_attention_mask, **outputs):
+        T = decoder_input_ids.shape[1]
+        cache = outputs.get("cache")
+        positions = positions_for(decoder_attention_mask, cache_length(cache), T, decoder_input_ids.device)
+        x = self.decoder_embeddings(decoder_input_ids, positions[:, -T:])
+        return self.decoder(
+            x, positions, decoder_attention_mask, memory=memory, memory_valid=memory_valid, **outputs
         )
 
     def init_cache(

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lmforge.errors import ConfigError
-from lmforge.objectives.losses import check_label_smoothing, ratio, token_cross_entropy
+from lmforge.objectives.losses import check_label_smoothing, head_cross_entropy, ratio, token_cross_entropy
 from lmforge.objectives.masking import IGNORE_INDEX
 from lmforge.objectives.nsp import NSPHead
 
@@ -30,22 +30,38 @@ class MaskedLMObjective(nn.Module):
     nsp_correct (so validation can average over a whole split).
     """
 
-    def __init__(self, d_model: int, nsp: bool = False, label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        nsp: bool = False,
+        label_smoothing: float = 0.0,
+        loss_chunk: int | None = None,
+    ) -> None:
         super().__init__()
         self.label_smoothing = check_label_smoothing(label_smoothing)
+        self.loss_chunk = loss_chunk  # rows per fused head + loss chunk; None: the head's logits
         self.nsp_head = NSPHead(d_model) if nsp else None
 
     def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         labels = batch["labels"]  # (B, T)
         predict_mask = labels != IGNORE_INDEX  # (B, T)
-        out = model(
-            batch["input_ids"],
-            attention_mask=batch.get("attention_mask"),
-            # Sentence pairs also work without segment embeddings (RoBERTa-style): [SEP] marks the break.
-            token_type_ids=batch.get("token_type_ids") if model.config.n_segments else None,
-            predict_mask=predict_mask,
-        )
-        mlm = token_cross_entropy(out.logits, labels[predict_mask], self.label_smoothing)  # logits (N, V)
+        # Sentence pairs also work without segment embeddings (RoBERTa-style): [SEP] marks the break.
+        segments = batch.get("token_type_ids") if model.config.n_segments else None
+        targets = labels[predict_mask]  # (N,) sparse prediction: the N selected positions, row-major
+        if self.loss_chunk is None:
+            out = model(
+                batch["input_ids"],
+                attention_mask=batch.get("attention_mask"),
+                token_type_ids=segments,
+                predict_mask=predict_mask,
+            )
+            hidden = out.last_hidden_state  # (B, T, D)
+            mlm = token_cross_entropy(out.logits, targets, self.label_smoothing)  # logits (N, V)
+        else:  # the head fused with the loss: no (N, V) logits
+            hidden = model.features(batch["input_ids"], batch.get("attention_mask"), segments)  # (B, T, D)
+            mlm = head_cross_entropy(
+                model.head, hidden[predict_mask], targets, self.label_smoothing, self.loss_chunk
+            )
         loss = mlm.loss
         stats = {
             "mlm_loss": mlm.loss.detach(),
@@ -60,7 +76,7 @@ class MaskedLMObjective(nn.Module):
                 raise ConfigError(
                     "batch without 'nsp_labels': nsp=True expects sentence-pair items with nsp_label"
                 )
-            nsp_logits = self.nsp_head(out.last_hidden_state)  # (B, 2)
+            nsp_logits = self.nsp_head(hidden)  # (B, 2)
             nsp_labels = batch["nsp_labels"]  # (B,)
             nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
             loss = loss + nsp_loss

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from lmforge.objectives.losses import TokenLoss, check_label_smoothing, token_cross_entropy
+from lmforge.objectives.losses import (
+    TokenLoss,
+    check_label_smoothing,
+    head_cross_entropy,
+    token_cross_entropy,
+)
 
 
 class Seq2SeqObjective(nn.Module):
@@ -23,22 +28,26 @@ class Seq2SeqObjective(nn.Module):
     `labels` `(B, T_dec)`. Stats (detached 0-dim): loss, accuracy, n_tokens, nll_sum, n_correct.
     """
 
-    def __init__(self, label_smoothing: float = 0.0) -> None:
+    def __init__(self, label_smoothing: float = 0.0, loss_chunk: int | None = None) -> None:
         super().__init__()
         self.label_smoothing = check_label_smoothing(label_smoothing)
+        self.loss_chunk = loss_chunk  # rows per fused head + loss chunk; None: the head's logits
 
     def token_loss(self, model: nn.Module, batch: Mapping[str, Tensor]) -> TokenLoss:
-        out = model(
-            batch["input_ids"],
-            attention_mask=batch.get("attention_mask"),
-            decoder_input_ids=batch["decoder_input_ids"],
-            decoder_attention_mask=batch.get("decoder_attention_mask"),
-        )
-        logits = out.logits  # (B, T_dec, V)
-        labels = batch["labels"]  # (B, T_dec)
-        return token_cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), self.label_smoothing
-        )
+        labels = batch["labels"].reshape(-1)  # (B * T_dec,)
+        source, source_mask = batch["input_ids"], batch.get("attention_mask")
+        target, target_mask = batch["decoder_input_ids"], batch.get("decoder_attention_mask")
+        if self.loss_chunk is None:
+            logits = model(
+                source,
+                attention_mask=source_mask,
+                decoder_input_ids=target,
+                decoder_attention_mask=target_mask,
+            ).logits  # (B, T_dec, V)
+            return token_cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, self.label_smoothing)
+        hidden = model.features(source, source_mask, target, target_mask)  # (B, T_dec, D)
+        hidden = hidden.reshape(-1, hidden.shape[-1])
+        return head_cross_entropy(model.head, hidden, labels, self.label_smoothing, self.loss_chunk)
 
     def forward(self, model: nn.Module, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         result = self.token_loss(model, batch)

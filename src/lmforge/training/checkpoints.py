@@ -35,7 +35,9 @@ EXPECTED = "a checkpoint written by the lmforge pretrain stage"
 
 
 class Checkpoints(Checkpoint):
-    def __init__(self, dirpath: str | os.PathLike, every_n_steps: int, keep_steps: Iterable[int] = ()) -> None:
+    def __init__(
+        self, dirpath: str | os.PathLike, every_n_steps: int, keep_steps: Iterable[int] = ()
+    ) -> None:
         self.dirpath, self.every = Path(dirpath), every_n_steps
         self.keep_steps = frozenset(keep_steps)
         self.best_score: float | None = None

@@ -40,6 +40,9 @@ class ObjectiveConfig:
     noise_density: float = 0.15  # span_corruption: share of tokens dropped
     mean_span_length: float = 3.0  # span_corruption: mean length of a dropped span
     label_smoothing: float = 0.0  # Szegedy et al. 2016; 0.1 in the 2017 Transformer
+    # rows per chunk of the fused vocabulary projection + cross-entropy, which never holds the
+    # (tokens, vocab) logits (objectives/losses.py; benchmarks/linear_ce.py); null: the head's logits
+    loss_chunk: int | None = 128
 
     def __post_init__(self) -> None:
         if self.dupe_factor < 1:
@@ -47,6 +50,10 @@ class ObjectiveConfig:
         for key in ("mlm_probability", "eval_mlm_probability", "noise_density"):
             if not 0.0 < getattr(self, key) < 1.0:
                 raise ConfigError(f"objective.{key}: got {getattr(self, key)}, expected a value in (0, 1)")
+        if self.loss_chunk is not None and self.loss_chunk < 1:
+            raise ConfigError(
+                f"objective.loss_chunk: got {self.loss_chunk}, expected an integer >= 1 or null"
+            )
         if self.nsp and self.kind is not ObjectiveKind.mlm:
             raise ConfigError(
                 f"objective.nsp: got true for kind={self.kind.value}, expected it only with mlm"
@@ -129,7 +136,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if not all(isinstance(f, (int, float)) and 0.0 < f <= 1.0 for f in self.keep_at):
-            raise ConfigError(f"train.keep_at: got {list(self.keep_at)}, expected shares of max_steps in (0, 1]")
+            raise ConfigError(
+                f"train.keep_at: got {list(self.keep_at)}, expected shares of max_steps in (0, 1]"
+            )
         for key in ("batch_size", "seq_len", "checkpoint_every"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"train.{key}: got {getattr(self, key)}, expected an integer >= 1")

@@ -122,7 +122,7 @@ OBJECTIVES: dict[ObjectiveKind, ObjectiveSpec] = {
         family=Family.decoder,
         examples=lambda split, o, s, seq_len, seed: PackedDataset(split, seq_len, eos_id=s.eos),
         collator=lambda o, s, vocab_size, seed: CausalLMCollator(s.pad),
-        loss=lambda o, model: CausalLMObjective(o.label_smoothing),
+        loss=lambda o, model: CausalLMObjective(o.label_smoothing, o.loss_chunk),
         targets=next_tokens,
         always_dynamic=True,
         generates=True,
@@ -131,21 +131,23 @@ OBJECTIVES: dict[ObjectiveKind, ObjectiveSpec] = {
         family=Family.encoder,
         examples=mlm_examples,
         collator=mlm_collator,
-        loss=lambda o, model: MaskedLMObjective(model.d_model, nsp=o.nsp, label_smoothing=o.label_smoothing),
+        loss=lambda o, model: MaskedLMObjective(
+            model.d_model, nsp=o.nsp, label_smoothing=o.label_smoothing, loss_chunk=o.loss_chunk
+        ),
         targets=labelled,
     ),
     ObjectiveKind.span_corruption: ObjectiveSpec(
         family=Family.encoder_decoder,
         examples=span_examples,
         collator=span_collator,
-        loss=lambda o, model: SpanCorruptionObjective(o.label_smoothing),
+        loss=lambda o, model: SpanCorruptionObjective(o.label_smoothing, o.loss_chunk),
         targets=labelled,
     ),
     ObjectiveKind.seq2seq: ObjectiveSpec(
         family=Family.encoder_decoder,
         examples=pairs_only,
         collator=pairs_only,
-        loss=lambda o, model: Seq2SeqObjective(o.label_smoothing),
+        loss=lambda o, model: Seq2SeqObjective(o.label_smoothing, o.loss_chunk),
         targets=labelled,
     ),
 }
