@@ -389,8 +389,11 @@ PENDING_RERUN = {
         "distill_decoder",
         "finetune_compute",
         "finetune_converged",
-        *(f"finetune_converged_minilm@{seed}" for seed in range(3)),
-        *(f"finetune_converged_minilm_lora@{seed}" for seed in range(3)),
+        "finetune_converged_minilm@1",
+        "finetune_converged_minilm@2",
+        "finetune_converged_minilm_lora@0",
+        "finetune_converged_minilm_lora@1",
+        "finetune_converged_minilm_lora@2",
         *(
             f"finetune_converged_runs@{row}"
             for row in ["encoder-pos", "encoder-sentiment", "scratch-pos", "scratch-sentiment"]
@@ -399,7 +402,9 @@ PENDING_RERUN = {
         "finetune_minilm",
         "finetune_minilm_encoder_qa",
         "finetune_minilm_lora",
-        *(f"finetune_minilm_pos@{seed}" for seed in range(3)),
+        "finetune_minilm_pos@0",
+        "finetune_minilm_pos@1",
+        "finetune_minilm_pos@2",
         "finetune_minilm_runs@minilm-qa",
         "finetune_minilm_runs@minilm-sentiment",
         "finetune_ner",
