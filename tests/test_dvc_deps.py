@@ -391,7 +391,6 @@ PENDING_RERUN = {
         "finetune_converged",
         "finetune_converged_minilm@1",
         "finetune_converged_minilm@2",
-        "finetune_converged_minilm_lora@0",
         "finetune_converged_minilm_lora@1",
         "finetune_converged_minilm_lora@2",
         *(
