@@ -389,7 +389,6 @@ PENDING_RERUN = {
         "distill_decoder",
         "finetune_compute",
         "finetune_converged",
-        "finetune_converged_minilm@1",
         "finetune_converged_minilm@2",
         "finetune_converged_minilm_lora@1",
         "finetune_converged_minilm_lora@2",
