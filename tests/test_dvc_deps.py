@@ -390,7 +390,6 @@ PENDING_RERUN = {
         "finetune_compute",
         "finetune_converged",
         "finetune_converged_minilm@2",
-        "finetune_converged_minilm_lora@1",
         "finetune_converged_minilm_lora@2",
         *(
             f"finetune_converged_runs@{row}"
