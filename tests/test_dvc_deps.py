@@ -389,8 +389,6 @@ PENDING_RERUN = {
         "distill_decoder",
         "finetune_compute",
         "finetune_converged",
-        "finetune_converged_minilm@2",
-        "finetune_converged_minilm_lora@2",
         *(
             f"finetune_converged_runs@{row}"
             for row in ["encoder-pos", "encoder-sentiment", "scratch-pos", "scratch-sentiment"]
