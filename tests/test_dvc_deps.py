@@ -388,7 +388,6 @@ PENDING_RERUN = {
     for stage in [
         "distill_decoder",
         "finetune_compute",
-        "finetune_converged",
         *(
             f"finetune_converged_runs@{row}"
             for row in ["encoder-pos", "encoder-sentiment", "scratch-pos", "scratch-sentiment"]
