@@ -405,7 +405,6 @@ PENDING_RERUN = {
         "learning_curve_runs@pos",
         "learning_curve_runs@sentiment",
         "scaling_large",
-        "scaling_rope",
     ]
 }
 
