@@ -399,7 +399,6 @@ PENDING_RERUN = {
         "finetune_minilm_pos@0",
         "finetune_minilm_pos@1",
         "finetune_minilm_pos@2",
-        "finetune_minilm_runs@minilm-sentiment",
         "finetune_ner",
         "learning_curve_runs@pos",
         "learning_curve_runs@sentiment",
