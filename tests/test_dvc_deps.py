@@ -395,7 +395,6 @@ PENDING_RERUN = {
         "finetune_extra",
         "finetune_minilm",
         "finetune_minilm_encoder_qa",
-        "finetune_minilm_lora",
         "finetune_minilm_pos@0",
         "finetune_minilm_pos@1",
         "finetune_minilm_pos@2",
