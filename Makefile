@@ -17,10 +17,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 .PHONY: install repro test test-fast bench
 install: $(VENV)/.installed
 
-# dvc.yaml's task stages come from pipelines/dvc_vars.yaml, derived from the rows under conf/: written
-# first, so a task yaml and its rows are the whole change that brings a task into the pipeline.
+# Both dvc.yaml files are written from their templates (pipelines/stages.yaml and the experiments')
+# first, with each stage's deps computed from what it reads: a task yaml and its rows, or a new
+# import, are the whole change that brings a task or a file into the pipeline.
 repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning -> distillation
-	python pipelines/dvc_vars.py
+	python -m scripts.dvc_yaml
 	TOKENIZERS_PARALLELISM=false dvc repro
 
 test: install  ## every test, the slow end-to-end ones included (what CI runs)

@@ -15,7 +15,6 @@ are in the same unit. A row also gives the default recipe's test scores (reports
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -55,11 +54,12 @@ def recipes() -> dict[str, dict[str, dict[str, str]]]:
 def stage_plan(entry_file: str, config_name: str, overrides: list[str]) -> Plan:
     """The validated plan of the stage `pipelines/<entry_file>` defines, composed from
     `conf/<config_name>.yaml` with `overrides` and no logger (what `dvc repro` runs, unlogged)."""
-    spec = importlib.util.spec_from_file_location(Path(entry_file).stem, ROOT / "pipelines" / entry_file)
-    entry = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(entry)
+    import pipelines
+
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return entry.STAGE.visible(compose(config_name=config_name, overrides=[*overrides, "logger=none"]))
+        return pipelines.stage(Path(entry_file).stem).visible(
+            compose(config_name=config_name, overrides=[*overrides, "logger=none"])
+        )
 
 
 def plan_of(recipe: dict[str, str]) -> Plan:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import random
 from pathlib import Path
 
 import lightning as L
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra._internal.utils import create_config_search_path
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from lmforge.model.config import ModelConfig
+from scripts.dvc_yaml import sweep_jobs  # noqa: F401  (tests import it from here)
 
 
 def tiny(**overrides) -> ModelConfig:
@@ -184,13 +180,11 @@ def tree(*folders: str | Path) -> dict[str, str]:
 
 @functools.cache
 def entry_stage(script: str):
-    """The `STAGE` of pipelines/<script>.py, loaded as the entry point loads it. Tests run a stage
-    as `entry_stage(name)(cfg)`: through the door that validates `cfg` into the stage's plan."""
-    path = CONF.parent / "pipelines" / f"{script}.py"
-    spec = importlib.util.spec_from_file_location(f"entry_{script}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STAGE
+    """The `STAGE` of pipelines/<script>.py, from the stage registry. Tests run a stage as
+    `entry_stage(name)(cfg)`: through the door that validates `cfg` into the stage's plan."""
+    import pipelines
+
+    return pipelines.stage(script)
 
 
 def fails_in_one_line(capsys, stage, cfg) -> str:
@@ -240,16 +234,3 @@ def val_loss(run) -> float:
     """A pretraining run's validation loss, named by what it measures (`val/mlm_loss`, `val/clm_loss`)."""
     (name,) = [k for k in run.index if k in ("metrics.val/mlm_loss", "metrics.val/clm_loss")]
     return run[name]
-
-
-def sweep_jobs(overrides: list[str]) -> list[list[str]]:
-    """The overrides of each job a command runs: one job, or under `--multirun` every job of Hydra's
-    basic sweeper (`row=a,b`, `row=glob(*)` over the group's options under conf/)."""
-    if "--multirun" not in overrides and "-m" not in overrides:
-        return [overrides]
-    conf = Path(__file__).resolve().parents[1] / "conf"
-    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf)))
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
-        [o for o in overrides if o not in ("--multirun", "-m")]
-    )
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]

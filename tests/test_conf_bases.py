@@ -1,11 +1,10 @@
 """Each default lives in one place, its dataclass: conf/<group>/base.yaml is written from it
-(pipelines/conf_bases.py) and every preset of the group builds on `base`, listing only what it
+(scripts/conf_bases.py) and every preset of the group builds on `base`, listing only what it
 changes. These tests fail when a base.yaml is stale, when a preset does not reach `base`, or when a
 preset restates a value it already inherits."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from helpers import preset, preset_parents
+from scripts import conf_bases
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -20,10 +20,7 @@ CONF = ROOT / "conf"
 
 @pytest.fixture(scope="module")
 def generator():
-    spec = importlib.util.spec_from_file_location("_conf_bases", ROOT / "pipelines" / "conf_bases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return conf_bases
 
 
 def _load(path: Path) -> dict:
@@ -52,7 +49,7 @@ def test_every_parsed_group_has_a_base_written_from_its_dataclass(generator):
     assert {"optim", "trainer", "model", "data", "tokenizer", "task", "finetune"} <= set(groups)
     for name, group in groups.items():
         assert (CONF / name / "base.yaml").read_text() == generator.render(group), (
-            f"conf/{name}/base.yaml disagrees with {group.schema.__name__}: run `python pipelines/conf_bases.py`"
+            f"conf/{name}/base.yaml disagrees with {group.schema.__name__}: run `python -m scripts.conf_bases`"
         )
 
 

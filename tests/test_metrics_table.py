@@ -1,8 +1,7 @@
-"""pipelines/metrics.py: `dvc metrics show`'s values, a table per stage of one dvc.yaml."""
+"""scripts/metrics.py: `dvc metrics show`'s values, a table per stage of one dvc.yaml."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from scripts import metrics
+
 ROOT = Path(__file__).resolve().parents[1]
-TOOL = ROOT / "pipelines/metrics.py"
+TOOL = ROOT / "scripts/metrics.py"
 
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("metrics_tool", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return metrics
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

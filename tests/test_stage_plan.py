@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import Container
 
+import pipelines
 from helpers import entry_stage
 from lmforge.errors import ConfigError
 from lmforge.stage import Plan
@@ -26,14 +26,34 @@ from lmforge.stage import Plan
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "lmforge"
 DOOR = {"stage.py", "tracking.py", "structured.py"}
-ENTRY_POINTS = sorted(p.stem for p in (ROOT / "pipelines").glob("*.py") if "STAGE = Stage(" in p.read_text())
+ENTRY_POINTS = sorted(pipelines.STAGES)
 
 
 def config_name(script: str) -> str:
-    """The primary config its entry point composes: `cli(STAGE, __file__, "<name>")`."""
-    found = re.search(r'cli\(STAGE, __file__, "(\w+)"\)', (ROOT / "pipelines" / f"{script}.py").read_text())
-    assert found, script
-    return found.group(1)
+    """The primary config its entry point composes, as the registry names it."""
+    return pipelines.STAGES[script]
+
+
+def cli_call(path: Path) -> ast.Call | None:
+    """The entry point's `cli(STAGE, __file__, "<primary config>")` call, if any."""
+    calls = [
+        n
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "cli"
+    ]
+    return calls[0] if len(calls) == 1 else None
+
+
+def test_the_registry_is_the_folder():
+    """pipelines/ holds stage entry points only, each registered with the primary config its door
+    composes (scripts/dvc_yaml.py refuses a command that runs anything else)."""
+    files = {p.stem for p in (ROOT / "pipelines").glob("*.py") if p.name != "__init__.py"}
+    assert files == set(pipelines.STAGES)
+    for name, primary in pipelines.STAGES.items():
+        call = cli_call(ROOT / "pipelines" / f"{name}.py")
+        assert call is not None and [a.value for a in call.args[2:]] == [primary], name
+    with pytest.raises(KeyError, match="not a stage entry point"):
+        pipelines.stage("conf_bases")
 
 
 def holds_a_config(value, path: str = "plan") -> list[str]:

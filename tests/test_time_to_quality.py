@@ -53,7 +53,7 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
     (run / "metrics.json").write_text(json.dumps({"steps": 200, "wall_seconds": 100.0}))
     (run / "val_loss.csv").write_text("step,val_loss,val_accuracy\n100,7.5,0.05\n200,6.25,0.125\n")
     out = subprocess.run(
-        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path)],
+        [sys.executable, "scripts/recipe_table.py", "--root", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -61,7 +61,7 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
     ).stdout
     assert "| `optim.lr=0.002` | 7.500 | 6.250 | 12.5% | 0.50 |" in out
     compact = subprocess.run(
-        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path), "--compact", "--target", "7"],
+        [sys.executable, "scripts/recipe_table.py", "--root", str(tmp_path), "--compact", "--target", "7"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -70,14 +70,14 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
     # 7.0 lies 40% of the way from 7.5 (step 100) to 6.25 (step 200)
     assert "| `optim.lr=0.002` | 200 | 6.250 (200) | 6.250 (200) | 12.5% | 140 |" in compact
     empty = subprocess.run(
-        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path / "none")],
+        [sys.executable, "scripts/recipe_table.py", "--root", str(tmp_path / "none")],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1
     alone = subprocess.run(
-        [sys.executable, "pipelines/recipe_table.py", "--root", str(tmp_path), "--target", "7"],
+        [sys.executable, "scripts/recipe_table.py", "--root", str(tmp_path), "--target", "7"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -86,13 +86,14 @@ def test_recipe_table_lists_each_run_with_its_curve(tmp_path):
 
 
 def test_every_knob_study_grid_command_is_a_valid_pretrain_plan():
-    """pipelines/recipe_grid.py prints the commands behind docs/pretraining.md's GPU rounds: each must
+    """scripts/recipe_grid.py prints the commands behind docs/pretraining.md's GPU rounds: each must
     compose and validate as the pretrain stage would run it (a renamed preset or field fails here)."""
     import shlex
 
     from hydra import compose, initialize_config_dir
 
-    grid = _load_pipeline("recipe_grid")
+    from scripts import recipe_grid as grid
+
     pretrain = _load_pipeline("pretrain")
     commands = grid.round_1() + grid.round_2()
     assert len(commands) == 96
@@ -107,7 +108,4 @@ def test_every_knob_study_grid_command_is_a_valid_pretrain_plan():
 
 
 def _load_pipeline(name: str):
-    spec = importlib.util.spec_from_file_location(f"pipeline_{name}", ROOT / "pipelines" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"pipelines.{name}")

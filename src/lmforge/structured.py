@@ -3,7 +3,7 @@
 Each stage merges its config groups onto dataclass schemas when it starts, so a wrong type, an
 unknown key or an out-of-range value fails at once with a one-line `ConfigError` instead of deep
 inside a run. A group's defaults live in its dataclass alone: `conf/<group>/base.yaml` is written
-from them (`python pipelines/conf_bases.py`), each preset lists `base` first and only what it changes.
+from them (`python -m scripts.conf_bases`), each preset lists `base` first and only what it changes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""pipelines/finetune_lr_table.py: the learning-rate grid's runs grouped by row, the best validation
+"""scripts/finetune_lr_table.py: the learning-rate grid's runs grouped by row, the best validation
 value chosen (the smaller rate on a tie), and one line with exit 2 when there is nothing to read."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_the_grid_table_marks_each_rows_best_rate(tmp_path):
     _run(tmp_path, "finetune.lr=0.01,row=b", 0.60, 300, 100)
     (tmp_path / "multirun").mkdir()  # Hydra's own folder: no reports, skipped
     out = subprocess.run(
-        [sys.executable, "pipelines/finetune_lr_table.py", "--root", str(tmp_path)],
+        [sys.executable, "scripts/finetune_lr_table.py", "--root", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -39,7 +39,7 @@ def test_the_grid_table_marks_each_rows_best_rate(tmp_path):
         "| `row=b` | 0.01 **chosen** | accuracy 60.0 | 300 (100) | 12 |",
     ]
     empty = subprocess.run(
-        [sys.executable, "pipelines/finetune_lr_table.py", "--root", str(tmp_path / "none")],
+        [sys.executable, "scripts/finetune_lr_table.py", "--root", str(tmp_path / "none")],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -5,7 +5,6 @@ and never destroys what an earlier run wrote."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pipelines
 from helpers import stage_config, write_corpus
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import execute
@@ -22,10 +22,7 @@ SMALL = ["logger=none", "tokenizer=bpe", "tokenizer.vocab_size=400", "tokenizer.
 
 
 def _stage(script: str):
-    spec = importlib.util.spec_from_file_location(f"entry_{script}", ROOT / "pipelines" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STAGE
+    return pipelines.stage(script)
 
 
 def _run(script: str, *overrides: str):

@@ -4,12 +4,12 @@ outputs intact."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import pipelines
 from helpers import stage_config
 from lmforge.tracking import execute
 
@@ -18,10 +18,7 @@ DECODER = ["model=gpt_tiny", "objective=clm", "tokenizer=bpe", "logger=none"]
 
 
 def _stage(script: str):
-    spec = importlib.util.spec_from_file_location(f"entry_{script}", ROOT / "pipelines" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.STAGE
+    return pipelines.stage(script)
 
 
 def _fails(capsys, script: str, *overrides: str) -> str:

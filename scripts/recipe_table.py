@@ -1,8 +1,8 @@
 """The pretraining knob study's table: one row per run under sweeps/recipe/ (conf/experiment/recipe_study.yaml).
 
-    python pipelines/recipe_table.py                 # every run, markdown on stdout
-    python pipelines/recipe_table.py --match decoder # runs whose name contains a string
-    python pipelines/recipe_table.py --compact --target 5.719   # one column per quantity, not per step
+    python -m scripts.recipe_table                 # every run, markdown on stdout
+    python -m scripts.recipe_table --match decoder # runs whose name contains a string
+    python -m scripts.recipe_table --compact --target 5.719   # one column per quantity, not per step
 
 Each row: the overrides that name the run, the validation loss at each evaluation (MLM runs are
 scored at objective.eval_mlm_probability, 15%, whatever rate they train at), the last validation

@@ -5,14 +5,14 @@ every field, so any of them can be overridden on the command line without Hydra'
 tests/test_conf_bases.py fails while a base.yaml disagrees with its dataclass or a preset restates a
 default.
 
-python pipelines/conf_bases.py          # rewrite every conf/<group>/base.yaml
+python -m scripts.conf_bases          # rewrite every conf/<group>/base.yaml
 """
 
-import importlib.util
 from pathlib import Path
 
 import yaml
 
+import pipelines
 from lmforge.io import write_text
 from lmforge.structured import Group, defaults
 
@@ -20,19 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 
 
-def entry_points() -> list[Path]:
-    """Every stage entry point (a pipelines/*.py with a STAGE), this script and dvc_vars.py aside."""
-    return [p for p in sorted((ROOT / "pipelines").glob("*.py")) if "\nSTAGE = " in p.read_text()]
-
-
 def groups() -> dict[str, Group]:
-    """Each config group some stage parses, by name, with its schema."""
+    """Each config group some stage parses (the stages of `pipelines.STAGES`), by name, with its schema."""
     found: dict[str, Group] = {}
-    for path in entry_points():
-        spec = importlib.util.spec_from_file_location(f"_entry_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for key, parse in module.STAGE.reads.items():
+    for name in pipelines.STAGES:
+        for key, parse in pipelines.stage(name).reads.items():
             if isinstance(parse, Group):
                 found[key] = parse
     return dict(sorted(found.items()))
@@ -53,7 +45,7 @@ def render(group: Group) -> str:
         values = {"name": group.label, **values}
     header = (
         f"# Every field of {group.schema.__qualname__} ({group.schema.__module__}) at its default.\n"
-        "# Written by `python pipelines/conf_bases.py`: change the dataclass, not this file. Each preset\n"
+        "# Written by `python -m scripts.conf_bases`: change the dataclass, not this file. Each preset\n"
         f"# of conf/{group.name}/ lists `base` first in its defaults and only the values it changes.\n"
     )
     return header + yaml.dump(values, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=100)

@@ -1,7 +1,7 @@
 """The fine-tuning learning-rate grid's table: one line per run under sweeps/finetune_lr/
 (conf/sweep/finetune_lr.yaml), grouped by everything but the rate, the best validation value marked.
 
-    python pipelines/finetune_lr_table.py     # markdown on stdout
+    python -m scripts.finetune_lr_table     # markdown on stdout
 
 Each line: the rate, the best validation value of the task's first metric (the only number the
 choice reads: test scores stay unseen), the steps run and the step of the best value (a best step

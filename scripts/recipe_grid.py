@@ -1,8 +1,8 @@
 """The decoder knob study's GPU rounds (docs/pretraining.md#knob-study): one pretrain command per line,
 each a single run named by `run_name` under sweeps/recipe/, its output in sweeps/recipe/logs/<name>.log.
 
-    python pipelines/recipe_grid.py --round 2 | xargs -P 12 -I{} sh -c '{}'   # one GPU: about 4 minutes
-    python pipelines/recipe_table.py --compact --target 5.719                 # the table
+    python -m scripts.recipe_grid --round 2 | xargs -P 12 -I{} sh -c '{}'   # one GPU: about 4 minutes
+    python -m scripts.recipe_table --compact --target 5.719                 # the table
 
 Round 1 tried rates, warmups and schedules at the 4 x 128 decoder's own shape, other shapes, half the
 batch, longer runs and block details; round 2 followed up with longer warmups, since round 1's 25-step

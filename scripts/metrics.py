@@ -1,10 +1,10 @@
 """A pipeline's metrics, one table per stage: what `dvc metrics show` holds, grouped so it reads.
 
-    python pipelines/metrics.py                                    # the default run, stage by stage
-    python pipelines/metrics.py pretrain evaluate                  # those stages only
-    python pipelines/metrics.py --pipeline pipelines/experiments/dvc.yaml
-    python pipelines/metrics.py evaluate --rev HEAD~3              # a commit's values beside the workspace's
-    python pipelines/metrics.py finetune_summary --rev exp-1a2b3   # a `dvc exp run` (smoke) beside the workspace
+    python -m scripts.metrics                                    # the default run, stage by stage
+    python -m scripts.metrics pretrain evaluate                  # those stages only
+    python -m scripts.metrics --pipeline pipelines/experiments/dvc.yaml
+    python -m scripts.metrics evaluate --rev HEAD~3              # a commit's values beside the workspace's
+    python -m scripts.metrics finetune_summary --rev exp-1a2b3   # a `dvc exp run` (smoke) beside the workspace
 
 `dvc metrics show` puts every metrics file of the repository (both pipelines and the benchmarks) in
 one table whose columns are the union of their keys: hundreds of columns, mostly empty. This reads
