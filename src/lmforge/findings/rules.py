@@ -1,10 +1,17 @@
-"""Verdicts and the rules that give them: each is a function of numbers, never typed by hand."""
+"""Verdicts, the intervals they are read from, and the parts a claim is decided on.
+
+A claim is decided part by part (a task, a backbone, a position scheme, a decoder): each part holds
+or fails its claim's rule, a part that cannot test the claim (a teacher that beats no scratch) is
+shown but not decided, and the verdict follows from the parts: every decided part holds, or not.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scipy import stats
 
@@ -34,8 +41,14 @@ class Interval:
     high: float | None
 
     @classmethod
-    def of(cls, d: dict, mean_key: str = "mean") -> Interval:
+    def of(cls, d: Mapping[str, Any], mean_key: str = "mean") -> Interval:
+        """From a report's record: `{mean_key, low, high}` (a summary's comparison: `difference`)."""
         return cls(float(d[mean_key]), d.get("low"), d.get("high"))
+
+    @classmethod
+    def flat(cls, m: Mapping[str, Any], key: str) -> Interval:
+        """From a flat metrics file: `key`, `key_low`, `key_high` (the latter two may be absent)."""
+        return cls(float(m[key]), m.get(f"{key}_low"), m.get(f"{key}_high"))
 
     @property
     def has_spread(self) -> bool:
@@ -53,6 +66,31 @@ class Interval:
         if not self.has_spread:
             return text + " (no interval)"
         return f"{text} [{f.format(scale * self.low)}, {f.format(scale * self.high)}]"
+
+    def points(self) -> str:
+        """A difference of two scores in [0, 1], in points: `+1.2 points [+1.0, +2.0]`."""
+        return self.show(scale=100, digits=1, suffix=" points")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a claim: the values its rule reads (intervals or numbers, by name)."""
+
+    name: str
+    values: Mapping[str, Any]
+    informative: bool = True  # False: shown in the report, not decided (it cannot test the claim)
+    note: str = ""  # how the part fared, in the words of its own test (LoRA's margin verdict)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a claim's reader found: its parts, the numbers the report shows, a figure, and the words
+    the claim's texts need beyond the parts' names (`{budget}`, `{unread}`)."""
+
+    parts: list[Part]
+    numbers: list[tuple[str, str]] = field(default_factory=list)
+    figure: Path | None = None
+    words: Mapping[str, str] = field(default_factory=dict)
 
 
 def welch(

@@ -1,0 +1,385 @@
+"""Readers: each turns the reports of one kind of experiment into a claim's parts, the numbers the
+findings report shows, and its figure. A reader holds no report path or key: it reads those from its
+claim's row (`claim.sources`, `claim.keys`), and it decides nothing (the row's rule does).
+
+Hand-written computation lives here only where a report does not yet carry the comparison a claim
+needs in the summaries' schema ({difference, low, high, seeds}):
+- `learning_curves`: Welch intervals of pretrained minus scratch at each label budget (the curves
+  report means and spreads per row);
+- `warmup_penalties`: the Post-LN and Pre-LN penalties of dropping warmup, paired by seed;
+- `lora_comparisons`: the share of trained weights, and `stats.within` against the margin;
+- `kv_heads`, `norms`, `scaling`, `induction`: flags and ratios that are not differences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lmforge.findings.config import FindingsConfig
+from lmforge.findings.evidence import Evidence, MissingEvidence
+from lmforge.findings.figures import bars, forest
+from lmforge.findings.rules import Interval, Measured, Part, welch
+from lmforge.stats import Difference, paired, within
+
+if TYPE_CHECKING:
+    from lmforge.findings.claims import Claim
+
+Reader = Callable[[Evidence, "Claim", FindingsConfig, Path], Measured]
+
+
+def _selected(summary: dict, pattern: str) -> dict[str, tuple[re.Match, dict]]:
+    """A summary's comparisons whose name matches `pattern`: name -> (match, comparison)."""
+    return {k: (m, d) for k, d in sorted(summary["comparisons"].items()) if (m := re.search(pattern, k))}
+
+
+def comparisons_by_budget(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Fine-tuning summaries' comparisons (`keys.select`, its `part` group naming the part), one
+    source per budget (`sources`, in the order they are shown); the parts are decided on the last
+    source that holds any (the fairer test), the others shown beside them."""
+    by_budget: dict[str, dict[str, Interval]] = {}
+    unread = ""
+    for budget, path in claim.sources.items():
+        try:
+            summary = ev.json(path)
+        except MissingEvidence as err:
+            if budget == next(iter(claim.sources)):
+                raise
+            unread += f" (fine-tuning {budget} not read: {err})"
+            continue
+        found = _selected(summary, claim.keys["select"])
+        by_budget[budget] = {m["part"]: Interval.of(d, "difference") for m, d in found.values()}
+    decided = next((b for b in reversed(by_budget) if by_budget[b]), next(iter(by_budget)))
+    shown = {f"{part}, {budget}": d for budget, rows in by_budget.items() for part, d in rows.items()}
+    figure = forest(shown, 100, "points", figures / claim.figure, claim.keys["figure_title"])
+    return Measured(
+        parts=[Part(part, {"difference": d}) for part, d in by_budget[decided].items()],
+        numbers=[(f"{name}: {claim.keys['quantity']}", d.points()) for name, d in shown.items()],
+        figure=figure,
+        words={"budget": claim.keys[f"budget {decided}"], "unread": unread},
+    )
+
+
+def _label_budget(key: str) -> float:
+    return float("inf") if not key.isdigit() else float(key)
+
+
+def learning_curves(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Per task, pretrained minus scratch at each label budget (Welch over the rows' seeds)."""
+    curves = ev.json(claim.sources["curves"])
+    parts, numbers = [], []
+    for task, lines in sorted(curves.items()):
+        ours, scratch = (
+            lines.get(claim.keys["ours"].format(task=task)),
+            lines.get(claim.keys["scratch"].format(task=task)),
+        )
+        if not ours or not scratch:
+            continue
+        budgets = sorted(set(ours) & set(scratch), key=_label_budget)
+        gaps = {
+            n: welch(
+                ours[n]["mean"], ours[n]["std"], ours[n]["seeds"],
+                scratch[n]["mean"], scratch[n]["std"], scratch[n]["seeds"],
+            )
+            for n in budgets
+        }  # fmt: skip
+        numbers += [(f"{task}, {n} labels: {claim.keys['quantity']}", gaps[n].points()) for n in budgets]
+        parts.append(Part(task, {"fewest": gaps[budgets[0]], "most": gaps[budgets[-1]]}))
+    return Measured(parts, numbers, ev.path(claim.sources["figure"]))
+
+
+def distill_summary(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Per family and task: teacher minus scratch (is there anything to keep?), the student's
+    retention and the student minus its control."""
+    summary = ev.json(claim.sources["summary"])
+    parts, numbers, intervals = [], [], {}
+    for family, record in sorted(summary.items()):
+        for task in sorted(record["tasks"]):
+            gap, keep, beat = (Interval.of(record[claim.keys[k]][task]) for k in ("gap", "keep", "beat"))
+            name = f"{family} {task}"
+            numbers += [
+                (f"{name}: teacher - scratch", gap.points()),
+                (f"{name}: student / teacher", keep.show(scale=100, digits=1, suffix="%", signed=False)),
+                (f"{name}: student - control", beat.points()),
+            ]
+            intervals |= {f"{name}: teacher - scratch": gap, f"{name}: student - control": beat}
+            parts.append(Part(name, {"keep": keep, "beat": beat}, informative=gap.above()))
+    figure = forest(intervals, 100, "points", figures / claim.figure, claim.keys["figure_title"])
+    return Measured(parts, numbers, figure, {"floor": f"{cfg.retention_floor:.0%}"})
+
+
+def lora_comparisons(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Each LoRA row against its fully fine-tuned twin (`keys.select`) in every source summary that
+    can be read, judged against the margin by `stats.within` (shown, refuted or not identified)."""
+    parts, numbers, intervals, missing = [], [], {}, []
+    margin = f"{100 * cfg.lora_margin:g} points"
+    for backbone, path in claim.sources.items():
+        try:
+            summary = ev.json(path)
+        except MissingEvidence as err:  # a missing or stale source leaves this backbone untested
+            missing.append(f"{backbone} ({err})")
+            continue
+        for key, (_, d) in _selected(summary, claim.keys["select"]).items():
+            lora_row, _, full_row = key.partition("-vs-")
+            diff = Interval.of(d, "difference")
+            verdict = within(
+                Difference(diff.mean, diff.low, diff.high, int(d["seeds"]), ""), cfg.lora_margin, margin
+            )
+            row = summary["rows"][lora_row]
+            name = f"{backbone} ({lora_row} - {full_row})"
+            numbers += [
+                (name, f"{diff.points()}, {d['seeds']} seeds: {verdict}"),
+                (f"{name}: trained weights", f"{row['params_trainable'] / row['params_total']:.1%}"),
+            ]
+            intervals[name] = diff
+            parts.append(Part(name, {"verdict": verdict}, note=f"{name}: {verdict}"))
+    figure = None
+    if parts:
+        figure = forest(
+            intervals, 100, "points", figures / claim.figure, claim.keys["figure_title"], -cfg.lora_margin
+        )
+    return Measured(parts, numbers, figure, {"margin": margin, "missing": "; ".join(missing)})
+
+
+def warmup_penalties(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Post-LN's penalty for dropping warmup minus Pre-LN's (final validation loss), paired by seed."""
+    summary = ev.json(claim.sources["summary"])
+
+    def per_seed(cell: str) -> dict[int, float]:
+        return {int(run.rsplit("-s", 1)[1]): r["final_val_loss"] for run, r in summary[cell]["runs"].items()}
+
+    try:
+        cells = {c: per_seed(c) for c in ("post-constant", "post-noam", "pre-constant", "pre-noam")}
+    except KeyError as err:
+        return Measured([], words={"missing": str(err)})
+    seeds = sorted(set.intersection(*(set(v) for v in cells.values())))
+    post = {s: cells["post-constant"][s] - cells["post-noam"][s] for s in seeds}
+    pre = {s: cells["pre-constant"][s] - cells["pre-noam"][s] for s in seeds}
+    d = paired(post, pre, ("Post-LN", "Pre-LN"))
+    penalty_post = Interval.of(paired(post, {s: 0.0 for s in seeds}).to_dict())
+    penalty_pre = Interval.of(paired(pre, {s: 0.0 for s in seeds}).to_dict())
+    difference = Interval.of(d.to_dict())
+    numbers = [
+        ("Post-LN: no warmup - warmup (val loss, nats)", penalty_post.show()),
+        ("Pre-LN: no warmup - warmup (val loss, nats)", penalty_pre.show()),
+        (f"difference of the two, paired by seed ({d.n} seeds)", difference.show()),
+        (
+            "BLEU without warmup: Post-LN, Pre-LN",
+            f"{summary['post-constant']['bleu']:.2f}, {summary['pre-constant']['bleu']:.2f}",
+        ),
+    ]
+    pre_note = (
+        "; warmup still helps Pre-LN (its own penalty's interval lies above zero)"
+        if penalty_pre.above()
+        else ""
+    )
+    return Measured(
+        [Part("Post-LN's penalty - Pre-LN's", {"difference": difference})],
+        numbers,
+        ev.path(claim.sources["figure"]),
+        {"pre_note": pre_note},
+    )
+
+
+def positions(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Each scheme's loss past the training length minus within it, and that degradation minus
+    learned positions'; the relative schemes (`keys.decided`) are the parts."""
+    m = ev.json(claim.sources["metrics"])
+    schemes = sorted({k.split("/")[1] for k in m if k.startswith(claim.keys["prefix"])})
+    numbers, parts = [], []
+    for p in schemes:
+        degraded = next(v for k, v in m.items() if re.fullmatch(claim.keys["degradation"].format(p=p), k))
+        numbers.append((f"{p}: loss past the training length minus within it (nats)", f"{degraded:+.3f}"))
+        if p != claim.keys["reference"]:
+            diff = Interval.flat(m, claim.keys["difference"].format(p=p))
+            numbers.append((f"{p}: that degradation minus learned positions'", diff.show()))
+            if p in claim.keys["decided"]:
+                parts.append(Part(p, {"difference": diff}))
+    if claim.keys["reference"] not in schemes:
+        parts = []
+    return Measured(parts, numbers, ev.path(claim.sources["figure"]))
+
+
+def kv_heads(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Each KV-head count below the reference: the measured cache saving against n_heads/n_kv_heads,
+    and the test loss minus MHA's."""
+    m = ev.json(claim.sources["metrics"])
+    kv = sorted({int(k.split("/")[1]) for k in m if k.startswith(claim.keys["prefix"])}, reverse=True)
+    numbers, parts = [], []
+    for k in kv[1:]:
+        key = claim.keys["run"].format(k=k)
+        heads, saving = m[f"{key}/n_heads"], m[f"{key}/kv_saving"]
+        cost = Interval.flat(m, f"{key}/loss_minus_reference")
+        numbers += [
+            (
+                f"{heads:.0f} query / {k} KV heads: KV bytes per token",
+                f"{m[f'{key}/kv_bytes_per_token']:.0f} ({saving:.2f}x smaller; n_heads/n_kv_heads = {heads / k:.2f})",
+            ),
+            (f"{heads:.0f} query / {k} KV heads: test loss - MHA (nats)", cost.show()),
+        ]
+        parts.append(Part(f"{k} KV heads", {"saving": saving, "expected": heads / k, "cost": cost}))
+    return Measured(parts, numbers, ev.path(claim.sources["figure"]))
+
+
+def kv_cache(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Greedy decoding's tokens per second with and without the cache."""
+    m = ev.json(claim.sources["metrics"])
+    speedup, cached, uncached = (m[claim.keys[k]] for k in ("speedup", "cache", "no_cache"))
+    numbers = [
+        ("decoding with the cache (tokens/s)", f"{cached:.0f}"),
+        ("decoding without it (tokens/s)", f"{uncached:.0f}"),
+        ("speed-up", f"{speedup:.1f}x"),
+    ]
+    figure = bars(
+        {"without cache": uncached, "with cache": cached},
+        "tokens per second",
+        figures / claim.figure,
+        claim.keys["figure_title"],
+    )
+    return Measured([Part("speed-up", {"speedup": speedup})], numbers, figure, {"speedup": speedup})
+
+
+def norms(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """RMSNorm against LayerNorm: the test loss difference, and the train step time ratio (the two
+    parts of "as good, and faster")."""
+    m = ev.json(claim.sources["metrics"])
+    loss = {n: m.get(claim.keys["loss"].format(n=n)) for n in ("layer", "rms")}
+    if None in loss.values():
+        return Measured([])
+    step = {n: m[claim.keys["step"].format(n=n)] for n in ("layer", "rms")}
+    cost = Interval.flat(m, claim.keys["difference"])
+    ratio = step["rms"] / step["layer"]
+    numbers = [
+        ("test loss: LayerNorm, RMSNorm (nats)", f"{loss['layer']:.3f}, {loss['rms']:.3f}"),
+        ("RMSNorm - LayerNorm (nats)", cost.show()),
+        ("train step time, RMSNorm / LayerNorm (medians)", f"{ratio:.2f}"),
+    ]
+    figure = bars(
+        {"LayerNorm": 1000 * step["layer"], "RMSNorm": 1000 * step["rms"]},
+        "train step, median (ms)",
+        figures / claim.figure,
+        claim.keys["figure_title"],
+    )
+    parts = [
+        Part("loss", {"cost": cost}, note=f"the loss increase's interval reaches {cfg.loss_margin} nats"),
+        Part(
+            "speed",
+            {"ratio": ratio},
+            note=f"the step is not measurably faster ({1 / ratio:.2f}x, below the {cfg.norm_speedup_floor}x "
+            "that side-by-side timing resolves)",
+        ),
+    ]
+    return Measured(parts, numbers, figure, {"speedup": 1 / ratio})
+
+
+def _law(fit: dict) -> list[tuple[str, str]]:
+    law, ci = fit["law"], fit["law_ci"]
+    rows = [
+        (name, f"{law[name]:.3g} [{ci[name][0]:.3g}, {ci[name][1]:.3g}]") for name in ("alpha", "beta", "E")
+    ]
+    rows.append(
+        (
+            "held-out cells: mean relative error of the law",
+            f"{100 * fit['holdout']['mean_abs_rel_error']:.1f}%",
+        )
+    )
+    return rows
+
+
+def scaling(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Each sweep's fitted law and whether it is identified, and the IsoFLOP slices' tokens per
+    parameter beside Chinchilla's."""
+    numbers, parts = [], []
+    for sweep, path in claim.sources.items():
+        if sweep.startswith("figure"):
+            continue
+        try:
+            fit = ev.json(path)
+        except MissingEvidence as err:  # a missing or stale sweep leaves its rows out
+            numbers.append((f"{sweep} sweep", f"not read ({err})"))
+            continue
+        numbers += [(f"{sweep} sweep: {q}", v) for q, v in _law(fit)]
+        parts.append(Part(f"{sweep} sweep", {"identified": all(fit["identified"].values())}))
+        for name, iso in (("non-embedding", fit["isoflop"]), ("all", fit["isoflop_other"])):
+            for row in iso.get("tokens_per_parameter", []):
+                numbers.append(
+                    (
+                        f"{sweep} sweep, C = {row['budget']:.2e}: tokens per parameter (N = {name} parameters)",
+                        f"{row['value']:.0f} [{row['ci'][0]:.0f}, {row['ci'][1]:.0f}] "
+                        f"(Chinchilla: {cfg.chinchilla_tokens_per_parameter:g})",
+                    )
+                )
+    read = {p.name.removesuffix(" sweep") for p in parts}
+    figure = ev.path(claim.sources["figure large" if "large" in read else "figure default"])
+    return Measured(parts, numbers, figure if parts else None)
+
+
+def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Per decoder: whether heads above the induction threshold copy repeated text, and whether the
+    in-context-learning score's interval lies below zero."""
+    parts, numbers = [], []
+    for name, label in claim.keys["decoders"].items():
+        report = ev.json(claim.sources["report"].format(name=name))
+        last = report["trajectory"][-1]
+        icl = Interval(last["icl_score"], *last["icl_interval"])
+        heads = bool(report["induction_heads"]) and report["repeat_gain"] >= cfg.induction_gain_floor
+        note = f"{label}: " + (
+            "induction heads form" if heads else "no induction head (score and second-copy gain)"
+        )
+        note += (
+            ", in-context learning appears (ICL interval below zero)"
+            if icl.below()
+            else ", no in-context learning shown"
+        )
+        parts.append(Part(label, {"heads": heads, "icl": icl, "folder": name}, note=note))
+        numbers += [
+            (
+                f"{label}: repeated random tokens, loss on the first copy, the second (nats)",
+                f"{report['first_copy_loss']:.2f}, {report['second_copy_loss']:.2f}",
+            ),
+            (
+                f"{label}: largest induction score of any head",
+                f"{max(max(layer) for layer in report['induction_scores']):.3f} "
+                f"(threshold {report['induction_threshold']}; heads above: "
+                f"{', '.join(report['induction_heads']) or 'none'})",
+            ),
+        ]
+        numbers += [
+            (
+                f"{label}: ICL score at step {t['step']} (nats)",
+                Interval(t["icl_score"], *t["icl_interval"]).show(),
+            )
+            for t in report["trajectory"]
+        ]
+    # the figure of the decoder that shows the claim, else of one with heads, else the cleanest place (the last)
+    shown = next(
+        (p for p in parts if claim.rule(p, cfg)), next((p for p in parts if p.values["heads"]), parts[-1])
+    )
+    return Measured(parts, numbers, ev.path(claim.sources["figure"].format(name=shown.values["folder"])))
+
+
+def beam(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
+    """Each beam's BLEU, and each beam minus greedy (paired bootstrap); the configured beam is the part
+    (chosen before the scores, not the best of several after them)."""
+    scores = ev.json(claim.sources["eval"])
+    beams = sorted(int(m["b"]) for k in scores if (m := re.fullmatch(claim.keys["bleu"], k)))
+    main = int(scores[claim.keys["configured"]])
+    gain_key = claim.keys["gain"]
+    if 1 not in beams or main == 1 or gain_key.format(b=main) not in scores:
+        return Measured([])
+    gains = {b: Interval.flat(scores, gain_key.format(b=b)) for b in beams if b > 1}
+    numbers = [(f"BLEU, beam {b}", f"{scores[claim.keys['bleu_of'].format(b=b)]:.2f}") for b in beams]
+    numbers += [
+        (f"beam {b} minus greedy (BLEU, 95% paired bootstrap)", d.show(digits=2)) for b, d in gains.items()
+    ]
+    gain = gains[main]
+    words: dict[str, Any] = {
+        "main": main,
+        "gain": gain.show(digits=2),
+        "where": "not distinguishable from zero" if not gain.below() else "below zero",
+    }
+    return Measured(
+        [Part(f"beam {main}", {"difference": gain})], numbers, ev.path(claim.sources["figure"]), words
+    )
