@@ -14,7 +14,9 @@ default) whose code the lock records:
    the base inside one of the stage's deps there, with a content equal in form to today's.
 
 Stages that pass have their code and config deps' hashes (and params values) written; data deps and
-outputs keep what the lock records. The others are listed with the first file that failed.
+outputs keep what the lock records. The others are listed with the first file that failed. A
+rewritten pipelines/experiments/dvc.lock is data of the root `findings` stage: rerun it after
+(`dvc repro -s findings`, seconds).
 
     python -m scripts.relock                  # against HEAD: record what is proven, list the rest
     python -m scripts.relock --base 0c48e64   # against another commit
