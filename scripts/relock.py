@@ -72,13 +72,16 @@ def record_code_deps(repo: Path, only: set[str] | None = None) -> None:
     dvc = Repo(str(repo))
     try:
         with dvc.lock:
+            by_file: dict[str, list] = {}
             for stage in dvc.index.stages:
                 if only is not None and _label(stage, repo) not in only:
                     continue
                 for dep in stage.deps:
                     if is_code(_path(stage, dep, repo)):
                         dep.save()
-                stage.dump(update_pipeline=False)
+                by_file.setdefault(stage.dvcfile.path, []).append(stage)
+            for stages in by_file.values():  # one rewrite a lock file: ruamel takes seconds a pass
+                stages[0].dvcfile.dump_stages(stages, update_pipeline=False)
     finally:
         dvc.close()
 
