@@ -1,5 +1,6 @@
-"""The findings' rules on hand-made reports (each verdict flips when its numbers cross the rule), the
-evidence check against the experiments' lock, and the stage on the repository's committed reports."""
+"""The findings' rules on hand-made reports (each part's verdict moves from reproduced through not
+distinguishable to refuted as its numbers cross the rule), the claim's verdict and headline from its
+parts, the evidence check against the experiments' lock, and the stage on the committed reports."""
 
 from __future__ import annotations
 
@@ -17,7 +18,20 @@ from lmforge.errors import ConfigError
 from lmforge.findings.claims import CLAIMS
 from lmforge.findings.config import FindingsConfig
 from lmforge.findings.evidence import Evidence, MissingEvidence
-from lmforge.findings.rules import NOT_REPRODUCED, NOT_TESTED, REPRODUCED, VERDICTS, Interval, welch
+from lmforge.findings.rules import (
+    MIXED,
+    NOT_DISTINGUISHABLE,
+    NOT_IDENTIFIED,
+    NOT_TESTED,
+    REFUTED,
+    REPRODUCED,
+    VERDICTS,
+    Finding,
+    Interval,
+    PartVerdict,
+    combined,
+    welch,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +83,7 @@ def test_every_claim_of_the_issue_is_registered():
 
 @pytest.mark.parametrize(
     "sentiment, expected",
-    [((0.03, 0.01), REPRODUCED), ((0.01, 0.02), NOT_REPRODUCED), ((-0.05, 0.01), NOT_REPRODUCED)],
+    [((0.03, 0.01), REPRODUCED), ((0.01, 0.02), MIXED), ((-0.05, 0.01), MIXED)],
 )
 def test_pretraining_is_reproduced_only_when_every_task_interval_is_above_zero(tmp_path, sentiment, expected):
     summary = {
@@ -86,8 +100,13 @@ def test_pretraining_is_reproduced_only_when_every_task_interval_is_above_zero(t
     )
 
 
-def test_pretraining_is_judged_at_convergence_when_that_experiment_is_current(tmp_path):
-    short = {"comparisons": {"encoder-pos-vs-scratch-pos": comparison(0.02, 0.01)}}  # above at 200 steps
+def test_pretraining_is_decided_per_task_and_budget(tmp_path):
+    short = {
+        "comparisons": {
+            "encoder-pos-vs-scratch-pos": comparison(0.02, 0.01),  # above zero at 200 steps
+            "encoder-sentiment-vs-scratch-sentiment": comparison(-0.05, 0.01),  # below
+        }
+    }
     converged = {
         "comparisons": {
             "encoder-pos-converged-vs-scratch-pos-converged": comparison(0.001, 0.005)  # covers zero
@@ -97,16 +116,40 @@ def test_pretraining_is_judged_at_convergence_when_that_experiment_is_current(tm
     pinned = {"finetune_converged/summary.json": "finetune_converged"}
     ev = workspace(tmp_path, reports, pinned)
     found = CLAIMS["pretraining"].test(ev, FindingsConfig(), tmp_path / "figures")
-    assert found.verdict == NOT_REPRODUCED and found.because.startswith("fine-tuned to convergence")
-    assert [name for name, _ in found.numbers] == [
-        "pos, 200 steps: pretrained - scratch",
-        "pos, to convergence: pretrained - scratch",
-    ]
-    # a stale converged report (not what the experiments' lock pins) is not read: 200 steps decide
+    assert {p.name: p.verdict for p in found.parts} == {
+        "pos (200 steps)": REPRODUCED,
+        "sentiment (200 steps)": REFUTED,
+        "pos (to convergence)": NOT_DISTINGUISHABLE,
+    }
+    assert found.verdict == MIXED and found.headline == (
+        "reproduced: pos (200 steps); refuted: sentiment (200 steps); not distinguishable: pos (to convergence)"
+    )
+    assert found.parts[0].note == "pretrained - scratch +2.0 points [+1.0, +3.0]"
+    # a stale converged report (not what the experiments' lock pins) is not read, and the rule says so
     (tmp_path / "reports/finetune_converged/summary.json").write_text(json.dumps({"comparisons": {}}))
     found = CLAIMS["pretraining"].test(ev, FindingsConfig(), tmp_path / "figures")
-    assert found.verdict == REPRODUCED and "at 200 fine-tuning steps" in found.because
+    assert [p.name for p in found.parts] == ["pos (200 steps)", "sentiment (200 steps)"]
     assert "fine-tuning to convergence not read" in found.because
+
+
+def test_a_claim_s_verdict_and_headline_follow_from_its_parts():
+    def finding(*verdicts: str) -> Finding:
+        parts = [PartVerdict(f"p{i}", v) for i, v in enumerate(verdicts)]
+        decided = {v for v in verdicts if v != NOT_TESTED}
+        return Finding(decided.pop() if len(decided) == 1 else MIXED, "", parts=parts)
+
+    assert finding(REPRODUCED).headline == REPRODUCED  # one part: the claim's verdict alone
+    assert finding(REFUTED, REFUTED).headline == "refuted: p0, p1"
+    assert finding(NOT_TESTED, REPRODUCED).headline == "reproduced: p1; not tested: p0"
+    assert finding(NOT_IDENTIFIED, REPRODUCED).verdict == MIXED
+    assert combined(REPRODUCED, REPRODUCED) == REPRODUCED
+    assert combined(REPRODUCED, NOT_DISTINGUISHABLE) == NOT_DISTINGUISHABLE
+    assert combined(NOT_DISTINGUISHABLE, REFUTED) == REFUTED
+    assert Interval(0.5, 0.1, 0.9).against(0.0, "above") == REPRODUCED
+    assert Interval(0.5, 0.1, 0.9).against(0.0, "below") == REFUTED
+    assert Interval(0.5, -0.1, 0.9).against(0.0, "below") == NOT_DISTINGUISHABLE
+    assert Interval(0.5, None, None).against(0.0, "above") == NOT_DISTINGUISHABLE  # no interval, no verdict
+    assert Interval(0.04, 0.03, 0.045).against(0.05, "below") == REPRODUCED  # below a margin
 
 
 def test_pretraining_without_its_report_is_not_tested(tmp_path):
@@ -126,7 +169,7 @@ def lora_summary(diff: float, half: float) -> dict:
 
 @pytest.mark.parametrize(
     "diff, half, expected",
-    [(-0.01, 0.015, REPRODUCED), (-0.02, 0.02, NOT_REPRODUCED), (-0.2, 0.01, NOT_REPRODUCED)],
+    [(-0.01, 0.015, REPRODUCED), (-0.02, 0.02, NOT_DISTINGUISHABLE), (-0.2, 0.01, REFUTED)],
 )
 def test_lora_needs_its_interval_above_minus_the_margin(tmp_path, diff, half, expected):
     ev = workspace(
@@ -157,7 +200,12 @@ def curve(mean: float, std: float = 0.01, seeds: int = 3) -> dict:
 
 @pytest.mark.parametrize(
     "gap_few, gap_all, expected",
-    [(0.10, 0.01, REPRODUCED), (0.01, 0.05, NOT_REPRODUCED), (-0.02, -0.01, NOT_REPRODUCED)],
+    [
+        (0.10, 0.01, REPRODUCED),
+        (0.01, 0.10, REFUTED),  # a lead smaller than with all labels (the intervals apart)
+        (-0.05, -0.01, REFUTED),  # behind scratch with the fewest labels
+        (0.10, 0.095, NOT_DISTINGUISHABLE),  # larger, but the two intervals overlap
+    ],
 )
 def test_few_labels_needs_a_positive_gap_at_the_fewest_labels_larger_than_with_all(
     tmp_path, gap_few, gap_all, expected
@@ -202,8 +250,9 @@ def distill(gap: tuple[float, float], keep: tuple[float, float], beat: tuple[flo
     "gap, keep, beat, expected",
     [
         ((0.02, 0.01), (0.99, 0.005), (0.03, 0.01), REPRODUCED),
-        ((0.02, 0.01), (0.85, 0.01), (0.03, 0.01), NOT_REPRODUCED),  # keeps less than 90%
-        ((0.02, 0.01), (0.99, 0.005), (0.0, 0.01), NOT_REPRODUCED),  # does not beat its control
+        ((0.02, 0.01), (0.85, 0.01), (0.03, 0.01), REFUTED),  # keeps less than 90%
+        ((0.02, 0.01), (0.99, 0.005), (0.0, 0.01), NOT_DISTINGUISHABLE),  # cannot tell it from its control
+        ((0.02, 0.01), (0.90, 0.02), (0.03, 0.01), NOT_DISTINGUISHABLE),  # retention covers 90%
         ((0.00, 0.01), (0.99, 0.005), (0.03, 0.01), NOT_TESTED),  # the teacher has nothing to keep
     ],
 )
@@ -225,7 +274,9 @@ def warmup_summary(post_penalty: float, pre_penalty: float) -> dict:
     }
 
 
-@pytest.mark.parametrize("post, pre, expected", [(1.8, 0.1, REPRODUCED), (0.1, 0.1, NOT_REPRODUCED)])
+@pytest.mark.parametrize(
+    "post, pre, expected", [(1.8, 0.1, REPRODUCED), (0.1, 0.1, NOT_DISTINGUISHABLE), (0.1, 1.8, REFUTED)]
+)
 def test_warmup_compares_the_two_penalties_paired_by_seed(tmp_path, post, pre, expected):
     path = "translate/warmup_summary/summary.json"
     ev = workspace(tmp_path, {path: warmup_summary(post, pre)}, pinned={path: "translate_warmup"})
@@ -269,17 +320,18 @@ def arch_metrics(rope_past: float, mqa_high: float, speedup: float, rms_ratio: f
 
 
 @pytest.mark.parametrize(
-    "key, good, bad",
+    "key, good, bad, verdict_bad",
     [
-        ("positions", {"rope_past": -0.05}, {"rope_past": 0.1}),
-        ("gqa", {"mqa_high": 0.04}, {"mqa_high": 0.08}),
-        ("kv_cache", {"speedup": 5.0}, {"speedup": 1.1}),
-        ("norms", {"rms_ratio": 0.9}, {"rms_ratio": 0.98}),  # 2% faster: within timing noise
+        ("positions", {"rope_past": -0.05}, {"rope_past": 0.1}, MIXED),  # RoPE refuted, ALiBi reproduced
+        ("gqa", {"mqa_high": 0.04}, {"mqa_high": 0.08}, MIXED),  # MQA's interval covers the margin
+        ("kv_cache", {"speedup": 5.0}, {"speedup": 1.1}, NOT_DISTINGUISHABLE),
+        ("kv_cache", {"speedup": 5.0}, {"speedup": 0.5}, REFUTED),
+        ("norms", {"rms_ratio": 0.9}, {"rms_ratio": 0.98}, MIXED),  # 2% faster: within timing noise
     ],
 )
-def test_architecture_claims_flip_when_their_numbers_cross_the_rule(tmp_path, key, good, bad):
+def test_architecture_claims_flip_when_their_numbers_cross_the_rule(tmp_path, key, good, bad, verdict_bad):
     base = {"rope_past": -0.05, "mqa_high": 0.04, "speedup": 5.0, "rms_ratio": 0.9}
-    for change, expected in ((good, REPRODUCED), (bad, NOT_REPRODUCED)):
+    for change, expected in ((good, REPRODUCED), (bad, verdict_bad)):
         folder = tmp_path / expected.replace(" ", "_")
         ev = workspace(
             folder, {"arch.json": arch_metrics(**(base | change))}, pinned={"arch.json": "arch_eval"}
@@ -304,21 +356,28 @@ NONE = ([], 0.0, (-0.2, -0.25, -0.15))  # in-context learning without induction 
 
 
 @pytest.mark.parametrize(
-    "decoder, attn_only, expected",
+    "attn_only, heads, icl",
     [
-        (NONE, (["L2H1"], 3.0, (-0.2, -0.25, -0.15)), REPRODUCED),  # the attention-only decoder shows it
-        ((["L2H3"], 2.0, (-0.1, -0.2, -0.05)), NONE, REPRODUCED),  # the default decoder shows it
-        (NONE, NONE, NOT_REPRODUCED),
-        (NONE, (["L2H1"], 3.0, (0.0, -0.05, 0.05)), NOT_REPRODUCED),  # heads, but no ICL shown
-        (NONE, (["L2H1"], 0.1, (-0.2, -0.25, -0.15)), NOT_REPRODUCED),  # a head that does not copy
+        ((["L2H1"], 3.0, (-0.2, -0.25, -0.15)), REPRODUCED, REPRODUCED),
+        (NONE, REFUTED, REPRODUCED),  # in-context learning without induction heads
+        ((["L2H1"], 3.0, (0.0, -0.05, 0.05)), REPRODUCED, NOT_DISTINGUISHABLE),  # heads, ICL covers zero
+        ((["L2H1"], 3.0, (0.1, 0.05, 0.15)), REPRODUCED, REFUTED),  # later tokens predicted worse
+        ((["L2H1"], 0.1, (-0.2, -0.25, -0.15)), REFUTED, REPRODUCED),  # a head that does not copy
     ],
 )
-def test_induction_needs_heads_and_in_context_learning_in_one_decoder(tmp_path, decoder, attn_only, expected):
+def test_induction_decides_heads_and_in_context_learning_per_decoder(tmp_path, attn_only, heads, icl):
     reports = {
-        "interpret/decoder/interpret.json": interpret_report(*decoder),
+        "interpret/decoder/interpret.json": interpret_report(*NONE),
         "interpret/attn_only/interpret.json": interpret_report(*attn_only),
     }
-    assert verdict("induction", workspace(tmp_path, reports), tmp_path) == expected
+    found = CLAIMS["induction"].test(workspace(tmp_path, reports), FindingsConfig(), tmp_path / "figures")
+    assert {p.name: p.verdict for p in found.parts} == {
+        "induction heads in the default decoder": REFUTED,
+        "in-context learning in the default decoder": REPRODUCED,
+        "induction heads in the attention-only decoder": heads,
+        "in-context learning in the attention-only decoder": icl,
+    }
+    assert found.verdict == MIXED  # the default decoder's heads are refuted, its ICL reproduced
 
 
 def test_induction_is_not_tested_without_the_attention_only_report(tmp_path):
@@ -335,8 +394,8 @@ def eval_report(diff: float, low: float, high: float) -> dict:
     "interval, expected",
     [
         ((0.8, 0.2, 1.4), REPRODUCED),  # a small gain, but its interval lies above zero
-        ((2.0, -0.3, 4.1), NOT_REPRODUCED),  # a large gain that the test set cannot tell from zero
-        ((-0.5, -0.9, -0.1), NOT_REPRODUCED),
+        ((2.0, -0.3, 4.1), NOT_DISTINGUISHABLE),  # a large gain that the test set cannot tell from zero
+        ((-0.5, -0.9, -0.1), REFUTED),
     ],
 )
 def test_beam_needs_the_configured_beam_s_interval_over_greedy_above_zero(tmp_path, interval, expected):
@@ -379,7 +438,10 @@ def test_findings_stage_on_the_committed_reports(tmp_path, monkeypatch):
     record = json.loads((tmp_path / "findings.json").read_text())
     assert set(record["claims"]) == set(CLAIMS)
     assert all(c["verdict"] in VERDICTS for c in record["claims"].values())
-    assert sum(result.metrics.values()) == len(CLAIMS)
+    claims = {k: v for k, v in result.metrics.items() if k.startswith("claims_")}
+    assert sum(claims.values()) == len(CLAIMS)
+    parts = sum(len(c["parts"]) for c in record["claims"].values())
+    assert sum(v for k, v in result.metrics.items() if k.startswith("parts_")) == parts
     text = (tmp_path / "findings.md").read_text()
     for claim in CLAIMS.values():
         assert claim.title in text and claim.statement in text
@@ -398,4 +460,5 @@ def test_lora_reads_the_converged_minilm_rows_and_skips_their_other_comparisons(
     reports = {"finetune/summary.json": shown, "finetune_minilm/summary.json": shown}
     assert verdict("lora", workspace(tmp_path / "a", reports), tmp_path) == REPRODUCED
     reports["finetune_converged/summary.json"] = converged
-    assert verdict("lora", workspace(tmp_path / "b", reports), tmp_path) == NOT_REPRODUCED
+    found = CLAIMS["lora"].test(workspace(tmp_path / "b", reports), FindingsConfig(), tmp_path / "figures")
+    assert found.headline == "reproduced: our encoder, MiniLM (90 steps); refuted: MiniLM (converged)"

@@ -7,7 +7,7 @@ needs in the summaries' schema ({difference, low, high, seeds}):
 - `learning_curves`: Welch intervals of pretrained minus scratch at each label budget (the curves
   report means and spreads per row);
 - `warmup_penalties`: the Post-LN and Pre-LN penalties of dropping warmup, paired by seed;
-- `lora_comparisons`: the share of trained weights, and `stats.within` against the margin;
+- `lora_comparisons`: the share of trained weights;
 - `kv_heads`, `norms`, `scaling`, `induction`: flags and ratios that are not differences.
 """
 
@@ -22,7 +22,7 @@ from lmforge.findings.config import FindingsConfig
 from lmforge.findings.evidence import Evidence, MissingEvidence
 from lmforge.findings.figures import bars, forest
 from lmforge.findings.rules import Interval, Measured, Part, welch
-from lmforge.stats import Difference, paired, within
+from lmforge.stats import paired
 
 if TYPE_CHECKING:
     from lmforge.findings.claims import Claim
@@ -36,9 +36,8 @@ def _selected(summary: dict, pattern: str) -> dict[str, tuple[re.Match, dict]]:
 
 
 def comparisons_by_budget(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
-    """Fine-tuning summaries' comparisons (`keys.select`, its `part` group naming the part), one
-    source per budget (`sources`, in the order they are shown); the parts are decided on the last
-    source that holds any (the fairer test), the others shown beside them."""
+    """Fine-tuning summaries' comparisons (`keys.select`, its `part` group naming the task), one
+    source per budget (`sources`, in the order they are shown): a part per task and budget."""
     by_budget: dict[str, dict[str, Interval]] = {}
     unread = ""
     for budget, path in claim.sources.items():
@@ -51,14 +50,15 @@ def comparisons_by_budget(ev: Evidence, claim: Claim, cfg: FindingsConfig, figur
             continue
         found = _selected(summary, claim.keys["select"])
         by_budget[budget] = {m["part"]: Interval.of(d, "difference") for m, d in found.values()}
-    decided = next((b for b in reversed(by_budget) if by_budget[b]), next(iter(by_budget)))
-    shown = {f"{part}, {budget}": d for budget, rows in by_budget.items() for part, d in rows.items()}
+    shown = {f"{part} ({budget})": d for budget, rows in by_budget.items() for part, d in rows.items()}
     figure = forest(shown, 100, "points", figures / claim.figure, claim.keys["figure_title"])
     return Measured(
-        parts=[Part(part, {"difference": d}) for part, d in by_budget[decided].items()],
-        numbers=[(f"{name}: {claim.keys['quantity']}", d.points()) for name, d in shown.items()],
+        parts=[
+            Part(name, {"difference": d}, note=f"{claim.keys['quantity']} {d.points()}")
+            for name, d in shown.items()
+        ],
         figure=figure,
-        words={"budget": claim.keys[f"budget {decided}"], "unread": unread},
+        words={"unread": unread},
     )
 
 
@@ -86,7 +86,8 @@ def learning_curves(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Pa
             for n in budgets
         }  # fmt: skip
         numbers += [(f"{task}, {n} labels: {claim.keys['quantity']}", gaps[n].points()) for n in budgets]
-        parts.append(Part(task, {"fewest": gaps[budgets[0]], "most": gaps[budgets[-1]]}))
+        note = f"{budgets[0]} labels {gaps[budgets[0]].points()}; all {gaps[budgets[-1]].points()}"
+        parts.append(Part(task, {"fewest": gaps[budgets[0]], "most": gaps[budgets[-1]]}, note=note))
     return Measured(parts, numbers, ev.path(claim.sources["figure"]))
 
 
@@ -105,14 +106,20 @@ def distill_summary(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Pa
                 (f"{name}: student - control", beat.points()),
             ]
             intervals |= {f"{name}: teacher - scratch": gap, f"{name}: student - control": beat}
-            parts.append(Part(name, {"keep": keep, "beat": beat}, informative=gap.above()))
+            note = (
+                f"retention {keep.show(scale=100, digits=1, suffix='%', signed=False)}, student - control "
+                f"{beat.points()}"
+                if gap.above()
+                else f"the teacher does not beat scratch ({gap.points()}): nothing to keep"
+            )
+            parts.append(Part(name, {"keep": keep, "beat": beat}, informative=gap.above(), note=note))
     figure = forest(intervals, 100, "points", figures / claim.figure, claim.keys["figure_title"])
     return Measured(parts, numbers, figure, {"floor": f"{cfg.retention_floor:.0%}"})
 
 
 def lora_comparisons(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
     """Each LoRA row against its fully fine-tuned twin (`keys.select`) in every source summary that
-    can be read, judged against the margin by `stats.within` (shown, refuted or not identified)."""
+    can be read: a part per backbone and pair, judged against the margin."""
     parts, numbers, intervals, missing = [], [], {}, []
     margin = f"{100 * cfg.lora_margin:g} points"
     for backbone, path in claim.sources.items():
@@ -121,20 +128,19 @@ def lora_comparisons(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: P
         except MissingEvidence as err:  # a missing or stale source leaves this backbone untested
             missing.append(f"{backbone} ({err})")
             continue
-        for key, (_, d) in _selected(summary, claim.keys["select"]).items():
+        selected = _selected(summary, claim.keys["select"])
+        for key, (_, d) in selected.items():
             lora_row, _, full_row = key.partition("-vs-")
             diff = Interval.of(d, "difference")
-            verdict = within(
-                Difference(diff.mean, diff.low, diff.high, int(d["seeds"]), ""), cfg.lora_margin, margin
-            )
             row = summary["rows"][lora_row]
             name = f"{backbone} ({lora_row} - {full_row})"
+            part = backbone if len(selected) == 1 else name
             numbers += [
-                (name, f"{diff.points()}, {d['seeds']} seeds: {verdict}"),
+                (name, f"{diff.points()}, {d['seeds']} seeds"),
                 (f"{name}: trained weights", f"{row['params_trainable'] / row['params_total']:.1%}"),
             ]
             intervals[name] = diff
-            parts.append(Part(name, {"verdict": verdict}, note=f"{name}: {verdict}"))
+            parts.append(Part(part, {"difference": diff}, note=f"{diff.points()}, {d['seeds']} seeds"))
     figure = None
     if parts:
         figure = forest(
@@ -176,7 +182,7 @@ def warmup_penalties(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: P
         else ""
     )
     return Measured(
-        [Part("Post-LN's penalty - Pre-LN's", {"difference": difference})],
+        [Part("Post-LN's penalty - Pre-LN's", {"difference": difference}, note=difference.show())],
         numbers,
         ev.path(claim.sources["figure"]),
         {"pre_note": pre_note},
@@ -196,7 +202,7 @@ def positions(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
             diff = Interval.flat(m, claim.keys["difference"].format(p=p))
             numbers.append((f"{p}: that degradation minus learned positions'", diff.show()))
             if p in claim.keys["decided"]:
-                parts.append(Part(p, {"difference": diff}))
+                parts.append(Part(p, {"difference": diff}, note=f"{diff.show()} nats"))
     if claim.keys["reference"] not in schemes:
         parts = []
     return Measured(parts, numbers, ev.path(claim.sources["figure"]))
@@ -219,7 +225,10 @@ def kv_heads(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> 
             ),
             (f"{heads:.0f} query / {k} KV heads: test loss - MHA (nats)", cost.show()),
         ]
-        parts.append(Part(f"{k} KV heads", {"saving": saving, "expected": heads / k, "cost": cost}))
+        note = f"{saving:.2f}x smaller (expected {heads / k:.2f}x), loss {cost.show()} nats"
+        parts.append(
+            Part(f"{k} KV heads", {"saving": saving, "expected": heads / k, "cost": cost}, note=note)
+        )
     return Measured(parts, numbers, ev.path(claim.sources["figure"]))
 
 
@@ -238,7 +247,8 @@ def kv_cache(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> 
         figures / claim.figure,
         claim.keys["figure_title"],
     )
-    return Measured([Part("speed-up", {"speedup": speedup})], numbers, figure, {"speedup": speedup})
+    part = Part("speed-up", {"speedup": speedup}, note=f"{speedup:.1f}x")
+    return Measured([part], numbers, figure, {"speedup": speedup})
 
 
 def norms(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
@@ -263,13 +273,8 @@ def norms(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Mea
         claim.keys["figure_title"],
     )
     parts = [
-        Part("loss", {"cost": cost}, note=f"the loss increase's interval reaches {cfg.loss_margin} nats"),
-        Part(
-            "speed",
-            {"ratio": ratio},
-            note=f"the step is not measurably faster ({1 / ratio:.2f}x, below the {cfg.norm_speedup_floor}x "
-            "that side-by-side timing resolves)",
-        ),
+        Part("loss", {"cost": cost}, note=f"RMSNorm - LayerNorm {cost.show()} nats"),
+        Part("speed", {"ratio": ratio}, note=f"RMSNorm's step {1 / ratio:.2f}x as fast"),
     ]
     return Measured(parts, numbers, figure, {"speedup": 1 / ratio})
 
@@ -301,7 +306,9 @@ def scaling(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> M
             numbers.append((f"{sweep} sweep", f"not read ({err})"))
             continue
         numbers += [(f"{sweep} sweep: {q}", v) for q, v in _law(fit)]
-        parts.append(Part(f"{sweep} sweep", {"identified": all(fit["identified"].values())}))
+        law, ci = fit["law"], fit["law_ci"]
+        note = ", ".join(f"{n} {law[n]:.3g} [{ci[n][0]:.3g}, {ci[n][1]:.3g}]" for n in ("alpha", "beta"))
+        parts.append(Part(f"{sweep} sweep", {"identified": all(fit["identified"].values())}, note=note))
         for name, iso in (("non-embedding", fit["isoflop"]), ("all", fit["isoflop_other"])):
             for row in iso.get("tokens_per_parameter", []):
                 numbers.append(
@@ -317,23 +324,25 @@ def scaling(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> M
 
 
 def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
-    """Per decoder: whether heads above the induction threshold copy repeated text, and whether the
-    in-context-learning score's interval lies below zero."""
-    parts, numbers = [], []
+    """Per decoder, two parts: whether heads above the induction threshold copy repeated text, and
+    the in-context-learning score's interval at the end of training."""
+    parts, numbers, formed = [], [], []
     for name, label in claim.keys["decoders"].items():
         report = ev.json(claim.sources["report"].format(name=name))
         last = report["trajectory"][-1]
         icl = Interval(last["icl_score"], *last["icl_interval"])
         heads = bool(report["induction_heads"]) and report["repeat_gain"] >= cfg.induction_gain_floor
-        note = f"{label}: " + (
-            "induction heads form" if heads else "no induction head (score and second-copy gain)"
-        )
-        note += (
-            ", in-context learning appears (ICL interval below zero)"
-            if icl.below()
-            else ", no in-context learning shown"
-        )
-        parts.append(Part(label, {"heads": heads, "icl": icl, "folder": name}, note=note))
+        largest = max(max(layer) for layer in report["induction_scores"])
+        formed += [name] if heads else []
+        parts += [
+            Part(
+                f"induction heads in the {label}",
+                {"heads": heads},
+                note=f"largest score {largest:.3f} (threshold {report['induction_threshold']}), first copy - "
+                f"second {report['repeat_gain']:+.2f} nats",
+            ),
+            Part(f"in-context learning in the {label}", {"icl": icl}, note=f"ICL score {icl.show()} nats"),
+        ]
         numbers += [
             (
                 f"{label}: repeated random tokens, loss on the first copy, the second (nats)",
@@ -341,8 +350,7 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
             ),
             (
                 f"{label}: largest induction score of any head",
-                f"{max(max(layer) for layer in report['induction_scores']):.3f} "
-                f"(threshold {report['induction_threshold']}; heads above: "
+                f"{largest:.3f} (threshold {report['induction_threshold']}; heads above: "
                 f"{', '.join(report['induction_heads']) or 'none'})",
             ),
         ]
@@ -353,11 +361,9 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
             )
             for t in report["trajectory"]
         ]
-    # the figure of the decoder that shows the claim, else of one with heads, else the cleanest place (the last)
-    shown = next(
-        (p for p in parts if claim.rule(p, cfg)), next((p for p in parts if p.values["heads"]), parts[-1])
-    )
-    return Measured(parts, numbers, ev.path(claim.sources["figure"].format(name=shown.values["folder"])))
+    # the figure of a decoder where heads formed, else of the cleanest place to look (the last)
+    shown = formed[0] if formed else list(claim.keys["decoders"])[-1]
+    return Measured(parts, numbers, ev.path(claim.sources["figure"].format(name=shown)))
 
 
 def beam(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
@@ -375,11 +381,6 @@ def beam(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Meas
         (f"beam {b} minus greedy (BLEU, 95% paired bootstrap)", d.show(digits=2)) for b, d in gains.items()
     ]
     gain = gains[main]
-    words: dict[str, Any] = {
-        "main": main,
-        "gain": gain.show(digits=2),
-        "where": "not distinguishable from zero" if not gain.below() else "below zero",
-    }
-    return Measured(
-        [Part(f"beam {main}", {"difference": gain})], numbers, ev.path(claim.sources["figure"]), words
-    )
+    words: dict[str, Any] = {"main": main, "gain": gain.show(digits=2)}
+    part = Part(f"beam {main}", {"difference": gain}, note=f"{gain.show(digits=2)} BLEU")
+    return Measured([part], numbers, ev.path(claim.sources["figure"]), words)

@@ -1,8 +1,15 @@
 """Verdicts, the intervals they are read from, and the parts a claim is decided on.
 
-A claim is decided part by part (a task, a backbone, a position scheme, a decoder): each part holds
-or fails its claim's rule, a part that cannot test the claim (a teacher that beats no scratch) is
-shown but not decided, and the verdict follows from the parts: every decided part holds, or not.
+A claim is decided part by part (a task, a backbone, a position scheme, a decoder), each part with a
+verdict of its own from one vocabulary, read off an interval (or, where the quantity has none, a
+ratio against a stated floor):
+- reproduced: the interval lies on the claim's side of its threshold;
+- refuted: it lies on the other side;
+- not distinguishable: it covers the threshold (more seeds or examples would decide);
+- not identified: the quantity itself is not pinned down by the data (a fit's exponents).
+A part that cannot test the claim (a teacher that beats no scratch) is shown as "not tested". The
+claim's headline names each verdict with its parts ("reproduced on pos; not distinguishable on
+sentiment"); its verdict is the parts' one verdict, or "mixed".
 """
 
 from __future__ import annotations
@@ -11,27 +18,63 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scipy import stats
 
 REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not reproduced at this scale"
-NOT_TESTED = "not tested"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTED)
+REFUTED = "refuted"
+NOT_DISTINGUISHABLE = "not distinguishable"
+NOT_IDENTIFIED = "not identified"
+PART_VERDICTS = (REPRODUCED, REFUTED, NOT_DISTINGUISHABLE, NOT_IDENTIFIED)  # a decided part's
+NOT_TESTED = "not tested"  # no part could be decided (or this part cannot test the claim)
+MIXED = "mixed"  # a claim whose decided parts differ (its headline names them)
+VERDICTS = (*PART_VERDICTS, MIXED, NOT_TESTED)  # a claim's
+
+
+def combined(*verdicts: str) -> str:
+    """The verdict of a part that needs several things at once: reproduced when every one is, refuted
+    when any one is, else not identified when any one is, else not distinguishable."""
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    for verdict in (REFUTED, NOT_IDENTIFIED):
+        if verdict in verdicts:
+            return verdict
+    return NOT_DISTINGUISHABLE
+
+
+@dataclass(frozen=True)
+class PartVerdict:
+    name: str
+    verdict: str  # one of PART_VERDICTS, or NOT_TESTED for a part that cannot test the claim
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Finding:
     verdict: str  # one of VERDICTS
-    because: str  # the rule's outcome in one sentence
+    because: str  # how a part is judged (or why nothing could be), in one sentence
     numbers: list[tuple[str, str]] = field(default_factory=list)  # (quantity, value as shown)
     figure: Path | None = None
-    needed: str | None = None  # for a claim not reproduced: what would be needed
+    needed: str | None = None  # where a part is not reproduced: what would be needed
+    parts: list[PartVerdict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict: got {self.verdict!r}, expected one of {VERDICTS}")
+
+    @property
+    def headline(self) -> str:
+        """Each verdict with the parts that have it (`reproduced: pos; not distinguishable: sentiment`);
+        a claim of one part, or none decided, is its verdict alone."""
+        if self.verdict == NOT_TESTED or len(self.parts) == 1:
+            return self.verdict
+        groups = [
+            f"{verdict}: {', '.join(p.name for p in self.parts if p.verdict == verdict)}"
+            for verdict in (*PART_VERDICTS, NOT_TESTED)
+            if any(p.verdict == verdict for p in self.parts)
+        ]
+        return "; ".join(groups)
 
 
 @dataclass(frozen=True)
@@ -59,6 +102,16 @@ class Interval:
 
     def below(self, value: float = 0.0) -> bool:
         return self.has_spread and self.high < value
+
+    def against(self, threshold: float = 0.0, claim: Literal["above", "below"] = "above") -> str:
+        """The verdict on "the quantity lies `claim` `threshold`": reproduced when the whole interval
+        does, refuted when the whole interval lies on the other side, else (or with no interval) not
+        distinguishable."""
+        if self.above(threshold):
+            return REPRODUCED if claim == "above" else REFUTED
+        if self.below(threshold):
+            return REFUTED if claim == "above" else REPRODUCED
+        return NOT_DISTINGUISHABLE
 
     def show(self, scale: float = 1.0, digits: int = 3, suffix: str = "", signed: bool = True) -> str:
         f = f"{{:{'+' if signed else ''}.{digits}f}}"

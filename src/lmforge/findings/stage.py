@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lmforge.findings.claims import CLAIMS
 from lmforge.findings.evidence import Evidence, MissingEvidence
-from lmforge.findings.rules import NOT_TESTED, VERDICTS, Finding
+from lmforge.findings.rules import NOT_TESTED, PART_VERDICTS, VERDICTS, Finding
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
 
@@ -35,12 +35,16 @@ def run(plan: Plan) -> StageResult:
                 f"its reports lack the field {err!s} that this rule reads; rerun the stage that writes them",
             )
     counts = Counter(f.verdict for f in findings.values())
+    parts = Counter(p.verdict for f in findings.values() for p in f.parts)
     record = {
-        "counts": {v: counts.get(v, 0) for v in VERDICTS},
+        "counts": {v: counts.get(v, 0) for v in VERDICTS},  # claims by verdict
+        "part_counts": {v: parts.get(v, 0) for v in (*PART_VERDICTS, NOT_TESTED)},
         "claims": {
             key: {
                 "statement": CLAIMS[key].statement,
                 "verdict": f.verdict,
+                "headline": f.headline,
+                "parts": {p.name: {"verdict": p.verdict, "note": p.note} for p in f.parts},
                 "because": f.because,
                 "numbers": dict(f.numbers),
                 "figure": str(f.figure) if f.figure else None,
@@ -53,6 +57,7 @@ def run(plan: Plan) -> StageResult:
     write_json(out.with_suffix(".json"), record)
     write_text(out, markdown(findings, evidence, out))
     metrics = {f"claims_{v.replace(' ', '_')}": float(n) for v, n in record["counts"].items()}
+    metrics |= {f"parts_{v.replace(' ', '_')}": float(n) for v, n in record["part_counts"].items()}
     own = sorted(str(f.figure) for f in findings.values() if f.figure and Path(f.figure).parent == figures)
     files = [str(out), str(out.with_suffix(".json")), *own]  # other stages' figures are only linked
     return StageResult(metrics, files)
@@ -66,13 +71,15 @@ def markdown(findings: dict[str, Finding], evidence: Evidence, out: Path) -> str
         "# Findings: the course's claims, tested on the models this pipeline trained",
         "",
         "Written by `dvc repro findings` (pipelines/findings.py) from the reports "
-        "listed at the end. Each verdict follows from the numbers by the rule in "
-        "`src/lmforge/findings/claims.py`; intervals are 95% (over seeds unless a row says otherwise). "
-        "Reports of pipelines/experiments/ are read only while they match what its dvc.lock pins.",
+        "listed at the end. Each claim is decided part by part (a task, a backbone, a decoder), each "
+        "part reproduced, refuted, not distinguishable (its interval covers the threshold) or not "
+        "identified, by the rule in `src/lmforge/findings/claims.py`; intervals are 95% (over seeds "
+        "unless a row says otherwise). Reports of pipelines/experiments/ are read only while they match "
+        "what its dvc.lock pins.",
         "",
         "| claim | verdict |",
         "|---|---|",
-        *[f"| [{CLAIMS[k].title}](#{k}) | {f.verdict} |" for k, f in findings.items()],
+        *[f"| [{CLAIMS[k].title}](#{k}) | {f.headline} |" for k, f in findings.items()],
         "",
     ]
     for key, f in findings.items():
@@ -81,16 +88,21 @@ def markdown(findings: dict[str, Finding], evidence: Evidence, out: Path) -> str
             f'<a id="{key}"></a>',
             f"## {claim.statement}",
             "",
-            f"**Verdict: {f.verdict}** — {f.because}.",
+            f"**Verdict: {f.headline}**",
+            "",
+            f"{'Rule' if f.parts else 'Why'}: {f.because}.",
             "",
             f"Experiment: {claim.experiment}.",
             "",
         ]
+        if f.parts:
+            lines += ["| part | verdict | measured |", "|---|---|---|"]
+            lines += [f"| {p.name} | {p.verdict} | {p.note} |" for p in f.parts] + [""]
         if f.numbers:
             lines += ["| quantity | value |", "|---|---|", *[f"| {q} | {v} |" for q, v in f.numbers], ""]
         if f.figure is not None:
             lines += [f"![{key}]({link(f.figure)})", ""]
-        if f.needed and f.verdict != "reproduced":
+        if f.needed:
             lines += [f"What would be needed: {f.needed}.", ""]
     lines += ["## Sources", "", *[f"- `{path}`" for path in evidence.read], ""]
     return "\n".join(lines)
