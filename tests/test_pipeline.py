@@ -2,19 +2,23 @@
 
 One run checks that `dvc exp run -S experiment=smoke` builds every stage, that a second `dvc repro` runs nothing, that
 editing one config value reruns exactly the stages downstream of it, that `dvc metrics show`
-reads every stage's numbers and that MLflow recorded one run per stage with its config and tags.
+reads every stage's numbers, that MLflow recorded one run per stage with its config and tags, and
+that the stages where tracking runs inside the work write the same outputs with tracking off.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -200,6 +204,7 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     assert rerun == downstream | {"export@encoder", "finetune", "finetune_summary"} | distill | {"findings"}
 
     check_mlflow_store(repo, env, cells, stages=ALL_STAGES | rerun)
+    check_tracking_changes_no_output(repo, env)
 
 
 def stored_files(repo: Path) -> list[Path]:
@@ -304,3 +309,101 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
     stored = stored_files(repo)
     uploaded = [p for p in stored if "models" not in p.parts]  # the logged models hold their one checkpoint
     assert not [p for p in uploaded if p.suffix in (".jsonl", ".npy", ".ckpt")]
+
+
+# The stages whose work runs with MLflow tracking inside it (runs opened around training, per-seed
+# child runs, logged and registered models, scaling cells' child runs); every other stage tracks
+# around a finished computation.
+TRACKED_WORK = [
+    "pretrain@decoder",
+    "evaluate@decoder",
+    "finetune",
+    "distill",
+    "translate_train",
+    "scaling_sweep",
+]
+# What measures wall-clock time: two runs of one config differ there with or without tracking.
+TIMED = re.compile(r"seconds|latency|per_second|wall|_ms(_|$)|(^| )(s|ms)$")
+
+
+def check_tracking_changes_no_output(repo: Path, env: dict[str, str]) -> None:
+    """Issue 51: tracking is observability, so it is left out of every stage's deps. The proof: the
+    stages rerun with the logger off write every output as they did with it on, byte for byte once
+    wall-clock fields are masked (checkpoints compared by their loaded values, as their zip records
+    name a temporary file)."""
+    import mlflow
+
+    stages = outputs_of(repo, TRACKED_WORK)
+    tracked = {path: comparable(path) for path in stages}
+    runs_before = len(mlflow.search_runs(experiment_names=["lmforge"]))
+    logger = repo / "conf" / "logger" / "mlflow.yaml"
+    logger.write_text(logger.read_text().replace("enabled: true", "enabled: false"))
+    shutil.rmtree(repo / ".lmforge" / "scaling")  # the cells train again instead of coming from the store
+    _dvc(["repro", "--force", "--single-item", *TRACKED_WORK], repo, env)
+    assert len(mlflow.search_runs(experiment_names=["lmforge"])) == runs_before  # tracking was off
+    untracked = {path: comparable(path) for path in outputs_of(repo, TRACKED_WORK)}
+    assert set(untracked) == set(tracked)
+    differ = sorted(str(p.relative_to(repo)) for p in tracked if tracked[p] != untracked[p])
+    assert not differ, f"outputs differ with tracking off: {differ}"
+
+
+def outputs_of(repo: Path, stages: list[str]) -> list[Path]:
+    """Every file under the outs of `stages` in `repo`'s dvc.yaml."""
+    from dvc.repo import Repo
+
+    dvc = Repo(str(repo))
+    try:
+        outs = {
+            s.addressing: [Path(o.fs_path) for o in s.outs]
+            for s in dvc.index.stages
+            if s.addressing in stages
+        }
+    finally:
+        dvc.close()
+    assert set(outs) == set(stages), f"no such stages: {sorted(set(stages) - set(outs))}"
+    files = {
+        s: [f for o in paths for f in ([o] if o.is_file() else o.rglob("*")) if f.is_file()]
+        for s, paths in outs.items()
+    }
+    assert all(files.values()), f"stages without output files: {[s for s, f in files.items() if not f]}"
+    return sorted(f for paths in files.values() for f in paths)
+
+
+def comparable(path: Path) -> Any:
+    """A file's content with wall-clock measurements masked."""
+    if path.suffix == ".json":
+        return _untimed(json.loads(path.read_text()))
+    if path.suffix == ".ckpt":
+        return _untimed(torch.load(path, weights_only=True, map_location="cpu"))
+    if path.suffix == ".csv":
+        rows = list(csv.reader(io.StringIO(path.read_text())))
+        kept = [i for i, name in enumerate(rows[0] if rows else []) if not TIMED.search(name)]
+        return [[row[i] for i in kept] for row in rows]
+    if path.suffix == ".md":
+        return _untimed_markdown(path.read_text())
+    return path.read_bytes()
+
+
+def _untimed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not (isinstance(k, str) and TIMED.search(k))}
+    if isinstance(value, (list, tuple)):
+        return [_untimed(v) for v in value]
+    if isinstance(value, torch.Tensor):
+        return (value.dtype, tuple(value.shape), value.flatten().tolist())
+    return value
+
+
+def _untimed_markdown(text: str) -> list[str]:
+    """A markdown file's lines with the cells of timed columns blanked (a table's header sets them)."""
+    lines, header = [], []
+    for line in text.splitlines():
+        cells = line.strip("|").split("|") if line.startswith("|") else None
+        if cells is None or not header:
+            header = [c.strip() for c in cells] if cells else []
+            lines.append(line)
+            continue
+        lines.append(
+            "|".join("" if i < len(header) and TIMED.search(header[i]) else c for i, c in enumerate(cells))
+        )
+    return lines
