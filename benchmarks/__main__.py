@@ -25,6 +25,7 @@ from benchmarks import (
     generation,
     lightning_overhead,
     linear_ce,
+    norms,
     time_to_quality,
     tokenizers_bench,
     train_step,
@@ -41,6 +42,7 @@ GROUPS = {
     "allocator": lambda quick, peak, compiled: allocator.run(quick),
     "linear_ce": lambda quick, peak, compiled: linear_ce.run(quick),
     "dvc": lambda quick, peak, compiled: dvc_status.run(quick),
+    "norms": lambda quick, peak, compiled: norms.run(quick),
 }
 
 

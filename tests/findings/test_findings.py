@@ -462,3 +462,21 @@ def test_lora_reads_the_converged_minilm_rows_and_skips_their_other_comparisons(
     reports["finetune_converged/summary.json"] = converged
     found = CLAIMS["lora"].test(workspace(tmp_path / "b", reports), FindingsConfig(), tmp_path / "figures")
     assert found.headline == "reproduced: our encoder, MiniLM (90 steps); refuted: MiniLM (converged)"
+
+
+def test_norms_read_the_benchmark_s_widths_as_parts_of_their_own(tmp_path):
+    bench = {"step_d64.ratio": 1.0, "op_d64.ratio": 1.3, "step_d512.ratio": 1.08, "op_d512.ratio": 1.6,
+             "step_d1024.ratio": 0.9, "op_d1024.ratio": 1.5, "step_d512.ours": 900.0}  # fmt: skip
+    reports = {"arch.json": arch_metrics(-0.05, 0.04, 5.0, 0.98), "bench/norms.json": bench}
+    ev = workspace(tmp_path, reports, pinned={"arch.json": "arch_eval"})
+    found = CLAIMS["norms"].test(ev, FindingsConfig(), tmp_path / "figures")
+    assert {p.name: p.verdict for p in found.parts} == {
+        "loss": REPRODUCED,
+        "speed at 64 wide": NOT_DISTINGUISHABLE,  # the architecture experiment's 2%
+        "speed at 512 wide": REPRODUCED,  # 1.08x >= 1.05x
+        "speed at 1024 wide": REFUTED,  # 0.90x: slower by more than 1.05x
+    }
+    assert (
+        "512 wide: RMSNorm's speed / LayerNorm's: a training step; the norm alone; compiled",
+        "1.08x; 1.60x; not timed",
+    ) in found.numbers
