@@ -333,8 +333,7 @@ def check_tracking_changes_no_output(repo: Path, env: dict[str, str]) -> None:
     name a temporary file)."""
     import mlflow
 
-    stages = outputs_of(repo, TRACKED_WORK)
-    tracked = {path: comparable(path) for path in stages}
+    tracked = {path: comparable(path) for path in outputs_of(repo, TRACKED_WORK)}
     runs_before = len(mlflow.search_runs(experiment_names=["lmforge"]))
     logger = repo / "conf" / "logger" / "mlflow.yaml"
     logger.write_text(logger.read_text().replace("enabled: true", "enabled: false"))

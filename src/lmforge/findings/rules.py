@@ -8,7 +8,7 @@ ratio against a stated floor):
 - not distinguishable: it covers the threshold (more seeds or examples would decide);
 - not identified: the quantity itself is not pinned down by the data (a fit's exponents).
 A part that cannot test the claim (a teacher that beats no scratch) is shown as "not tested". The
-claim's headline names each verdict with its parts ("reproduced on pos; not distinguishable on
+claim's headline names each verdict with its parts ("reproduced: pos; not distinguishable:
 sentiment"); its verdict is the parts' one verdict, or "mixed".
 """
 
