@@ -20,8 +20,7 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.float32 and self.weight.dtype == torch.float32:
             # The same formula as one op: equal outputs; its forward is fused, its backward on the CPU
-            # is elementwise ops (0.94-1.08x the formula's speed here, a fraction of LayerNorm's:
-            # benchmarks/norms.py).
+            # is elementwise ops, so eager it runs at a fraction of LayerNorm's speed (benchmarks/norms.py).
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         # Normalise in fp32 so bf16 activations do not lose the small-variance tail.
         x32 = x.float()
