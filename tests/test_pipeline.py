@@ -352,10 +352,10 @@ def outputs_of(repo: Path, stages: list[str]) -> list[Path]:
 
     dvc = Repo(str(repo))
     try:
-        outs = {
-            s.addressing: [Path(o.fs_path) for o in s.outs]
+        outs = {  # by name: `addressing` is relative to the working directory, not to `repo`
+            s.name: [Path(o.fs_path) for o in s.outs]
             for s in dvc.index.stages
-            if s.addressing in stages
+            if Path(s.path).resolve() == (repo / "dvc.yaml").resolve() and s.name in stages
         }
     finally:
         dvc.close()
