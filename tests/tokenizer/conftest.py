@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.data.documents import Document, write_documents
+from lmforge.data.documents import SPLITS, Document, write_prepared
 
 WORDS = (
     "the quick brown fox jumps over lazy dog while a clever cat sleeps near warm fire "
@@ -32,8 +32,10 @@ def tiny_documents(n_docs: int, seed: int) -> list[Document]:
 def tokenizer_cfg(tmp_path: Path) -> DictConfig:
     """A full config (data + tokenizer groups) whose prepared splits already exist."""
     prepared = tmp_path / "prepared"
-    for seed, split in enumerate(("train", "val", "test")):
-        write_documents(prepared / f"{split}.jsonl", tiny_documents(30 if split == "train" else 4, seed))
+    write_prepared(
+        prepared,
+        {split: tiny_documents(30 if split == "train" else 4, seed) for seed, split in enumerate(SPLITS)},
+    )
     return OmegaConf.create(
         {
             "data": {"prepared_dir": str(prepared)},

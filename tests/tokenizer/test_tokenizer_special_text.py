@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import entry_stage
-from lmforge.data.documents import Document, write_documents
+from lmforge.data.documents import Document, read_split, write_prepared
 from lmforge.tokenizer.specials import (
     BPE_SPECIALS,
     WORDPIECE_SPECIALS,
@@ -30,9 +30,10 @@ def _special_ids(tokenizer) -> set[int]:
 @pytest.mark.parametrize("fixture", ["tokenizer_cfg", "bpe_cfg"])
 def test_special_token_strings_in_text_encode_as_text(fixture, request):
     cfg = request.getfixturevalue(fixture)
-    train = Path(cfg.data.prepared_dir) / "train.jsonl"
+    prepared = Path(cfg.data.prepared_dir)
     docs = [Document(f"hostile{i}", "test", (HOSTILE, "The dog sleeps.")) for i in range(3)]
-    write_documents(train, docs + [Document("plain", "test", ("A cat runs.",) * 4)])
+    splits = {split: list(read_split(prepared, split)) for split in ("val", "test")}
+    write_prepared(prepared, {"train": docs + [Document("plain", "test", ("A cat runs.",) * 4)], **splits})
     entry_stage("train_tokenizer")(cfg)
     tokenizer = load_tokenizer(Path(cfg.tokenizer.dir) / cfg.tokenizer.name / "tokenizer.json")
     specials = _special_ids(tokenizer)

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage, group_yaml
-from lmforge.data.documents import read_documents
+from lmforge.data.documents import iter_sentences, read_split, write_prepared
 from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tokenizer.builders import train_tokenizer
@@ -65,9 +65,7 @@ def test_bpe_has_endoftext_sentinels_and_round_trips_bytes(bpe_cfg):
 def test_report_on_val_split(tokenizer_cfg):
     result = entry_stage("train_tokenizer")(tokenizer_cfg)
     report = json.loads((Path(tokenizer_cfg.tokenizer.reports_dir) / "wp.json").read_text())
-    val = [
-        s for d in read_documents(Path(tokenizer_cfg.data.prepared_dir) / "val.jsonl") for s in d.sentences
-    ]
+    val = list(iter_sentences(tokenizer_cfg.data.prepared_dir, "val"))
     tok = load_tokenizer(Path(tokenizer_cfg.tokenizer.dir) / "wp")
     n_tokens = sum(len(tok.encode(s, add_special_tokens=False).ids) for s in val)
     assert report["tokens"] == n_tokens
@@ -90,9 +88,9 @@ def test_vocab_smaller_than_specials_is_a_config_error(tokenizer_cfg, kind, voca
 
 
 def test_invalid_utf8_in_prepared_split_is_a_data_error(tokenizer_cfg):
-    train = Path(tokenizer_cfg.data.prepared_dir) / "train.jsonl"
+    train = Path(tokenizer_cfg.data.prepared_dir) / "train-00000.jsonl"
     train.write_bytes(train.read_bytes() + b'{"id": "x", "source": "t", "sentences": ["caf\xe9"]}\n')
-    with pytest.raises(DataError, match=r"train.jsonl:31 is not valid UTF-8"):
+    with pytest.raises(DataError, match=r"train-00000.jsonl:31 is not valid UTF-8"):
         entry_stage("train_tokenizer")(tokenizer_cfg)
     assert not (Path(tokenizer_cfg.tokenizer.dir) / "wp" / "tokenizer.json").exists()
 
@@ -104,7 +102,10 @@ def test_lone_surrogate_is_a_data_error():
 
 
 def test_empty_train_split_is_a_data_error(tokenizer_cfg):
-    (Path(tokenizer_cfg.data.prepared_dir) / "train.jsonl").write_text("")
+    prepared = tokenizer_cfg.data.prepared_dir
+    write_prepared(
+        prepared, {split: list(read_split(prepared, split)) for split in ("val", "test")}
+    )  # no train
     with pytest.raises(DataError, match="has no sentences"):
         entry_stage("train_tokenizer")(tokenizer_cfg)
 

@@ -15,27 +15,39 @@ from lmforge.data.documents import SPLITS, Document
 SPLIT_STATS = ("documents", "sentences", "words", "bytes")  # per split, in reports/data.json
 
 
-def _counts(documents: Sequence[Document]) -> dict[str, int]:
-    """`SPLIT_STATS` of some documents and their characters (not bytes: they differ outside ASCII)."""
-    sentences = [s for doc in documents for s in doc.sentences]
-    return {
-        "documents": len(documents),
-        "sentences": len(sentences),
-        "words": sum(len(s.split()) for s in sentences),
-        "bytes": sum(len(s.encode("utf-8", "surrogatepass")) for s in sentences),
-        "chars": sum(len(s) for s in sentences),
-    }
+class Tally:
+    """Counts of the documents written to each split, kept as they stream past (memory: one entry per
+    source, not per document): per source and split `SPLIT_STATS` plus characters (not bytes: they
+    differ outside ASCII), and the genres when documents carry one."""
 
+    def __init__(self) -> None:
+        self._parts: dict[str, dict[str, Counter]] = {}
+        self._first: dict[str, dict[str, None]] = {split: {} for split in SPLITS}  # sources, by split
+        self.genres: Counter = Counter()
 
-def composition(splits: Mapping[str, Sequence[Document]]) -> dict[str, dict[str, dict[str, int]]]:
-    """{source: {split: counts}} (see `_counts`), sources in order of first appearance (train first)."""
-    groups: dict[str, dict[str, list[Document]]] = {}
-    for split in SPLITS:
-        for doc in splits[split]:
-            groups.setdefault(doc.source, {name: [] for name in SPLITS})[split].append(doc)
-    return {
-        source: {split: _counts(docs) for split, docs in parts.items()} for source, parts in groups.items()
-    }
+    def add(self, split: str, doc: Document) -> None:
+        parts = self._parts.setdefault(doc.source, {name: Counter() for name in SPLITS})
+        self._first[split].setdefault(doc.source)
+        counts = parts[split]
+        counts["documents"] += 1
+        counts["sentences"] += len(doc.sentences)
+        for sentence in doc.sentences:
+            counts["words"] += len(sentence.split())
+            counts["bytes"] += len(sentence.encode("utf-8", "surrogatepass"))
+            counts["chars"] += len(sentence)
+        self.genres[doc.meta.get("genre")] += 1
+
+    def sources(self) -> list[str]:
+        """Sources in order of first appearance, train first."""
+        return list(dict.fromkeys(source for split in SPLITS for source in self._first[split]))
+
+    def composition(self) -> dict[str, dict[str, dict[str, int]]]:
+        """{source: {split: counts}}, sources as `sources` orders them."""
+        keys = (*SPLIT_STATS, "chars")
+        return {
+            source: {split: {key: self._parts[source][split][key] for key in keys} for split in SPLITS}
+            for source in self.sources()
+        }
 
 
 def _metric_name(source: str) -> str:
@@ -50,13 +62,11 @@ DROPPED_NAMES = {  # how the stage output and the data card name each kind
 }
 
 
-def metrics(
-    splits: Mapping[str, Sequence[Document]], n_loaded: int, n_duplicates: int, dropped: Mapping[str, int]
-) -> dict[str, float]:
+def metrics(tally: Tally, n_loaded: int, n_duplicates: int, dropped: Mapping[str, int]) -> dict[str, float]:
     """Flat numbers for reports/data.json, `dvc metrics show` and MLflow."""
     out: dict[str, float] = {"documents_loaded": n_loaded, "duplicates_dropped": n_duplicates}
     out.update({f"chars_dropped_{kind}": int(dropped.get(kind, 0)) for kind in DROPPED_KINDS})
-    parts = composition(splits)
+    parts = tally.composition()
     for split in SPLITS:
         for key in SPLIT_STATS:
             out[f"{split}_{key}"] = sum(part[split][key] for part in parts.values())
@@ -77,7 +87,7 @@ def render(
     name: str,
     provenance: Mapping[str, str],
     numbers: Mapping[str, float],
-    splits: Mapping[str, Sequence[Document]],
+    tally: Tally,
     settings: Mapping[str, object],
     notes: Sequence[str] = (),
 ) -> str:
@@ -107,17 +117,16 @@ def render(
     for split in SPLITS:
         cells = [f"{int(numbers[f'{split}_{k}']):,}" for k in ("documents", "sentences", "words", "bytes")]
         lines.append(f"| {split} | " + " | ".join(cells) + " |")
-    lines += _composition_table(splits, numbers)
-    genres = Counter(doc.meta.get("genre") for docs in splits.values() for doc in docs)
+    lines += _composition_table(tally.sources(), numbers)
+    genres = tally.genres
     if genres and None not in genres:
         lines += ["", "## Genres (all splits)", "", "| genre | documents |", "|---|---:|"]
         lines += [f"| {genre} | {count} |" for genre, count in sorted(genres.items())]
     return "\n".join(lines) + "\n"
 
 
-def _composition_table(splits: Mapping[str, Sequence[Document]], numbers: Mapping[str, float]) -> list[str]:
+def _composition_table(sources: Sequence[str], numbers: Mapping[str, float]) -> list[str]:
     """Markdown lines of the per-source table (numbers from `metrics`); none for a single source."""
-    sources = list(dict.fromkeys(doc.source for split in SPLITS for doc in splits[split]))
     if len(sources) < 2:
         return []
     lines = [

@@ -154,7 +154,9 @@ class HFConfig:
 class DataConfig:
     name: str = "brown"  # corpus name, recorded in the data card
     source: Source = Source.brown  # brown | local | hf | mix
-    prepared_dir: str = rooted("data/prepared", "${paths.data}/prepared")  # output: {train,val,test}.jsonl
+    prepared_dir: str = rooted(
+        "data/prepared", "${paths.data}/prepared"
+    )  # output: {split}-NNNNN.jsonl shards, manifest
     reports_dir: str = rooted("reports", "${paths.reports}")  # output: data_card.md, data.json
     cache_dir: str = rooted("~/.cache/lmforge", CACHE)  # fetched archives
     val_fraction: float = 0.05  # share of documents held out for validation
@@ -164,6 +166,7 @@ class DataConfig:
     # a longer document is refused: one document is the unit of the split, so a file of many MB on one
     # line would be a whole split by itself (the largest real document here is ~0.2 MB)
     max_document_chars: int = 2_000_000
+    shard_mb: float = 64.0  # each split is written in shards of about this many MB (data/prepared)
     sentence_split: SentenceSplit = SentenceSplit.regex  # local/hf only
     encoding_errors: EncodingErrors = EncodingErrors.strict  # local files only
     licence: str = "unknown"  # recorded in the data card for local/hf sources
@@ -186,6 +189,8 @@ class DataConfig:
             raise ConfigError(
                 f"data.max_document_chars: got {self.max_document_chars}, expected an integer >= 1"
             )
+        if not self.shard_mb > 0:
+            raise ConfigError(f"data.shard_mb: got {self.shard_mb}, expected a size in MB > 0")
         if self.max_documents is not None and self.max_documents < 3:
             raise ConfigError(
                 f"data.max_documents={self.max_documents}; expected null or >= 3 (one per split)"

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,17 +30,19 @@ def cache_dir(cfg: DataConfig) -> Path:
 
 
 class Loaded(NamedTuple):
-    documents: list[Document]  # in source order, sentences normalised, empty documents dropped
+    documents: Iterator[Document]  # streamed in source order, sentences normalised, empty ones dropped
     provenance: Provenance  # where the text came from: package, version, sha256, licence
-    dropped: Counter  # invisible characters dropped, by kind (`text.invisible_kind`)
+    dropped: Counter  # invisible characters dropped, by kind (`text.invisible_kind`), filled as it streams
     notes: list[str]  # how a source was cut into documents and what it left out; often none
 
 
 def load_documents(cfg: DataConfig) -> Loaded:
-    """The documents of the configured source in source order, sentences normalised and cleaned of
-    invisible characters (`text.drop_invisible`), how many characters of each kind were dropped, and
-    the source's notes for the data card (data=mix has some)."""
+    """The documents of the configured source, streamed in source order with their sentences
+    normalised and cleaned of invisible characters (`text.drop_invisible`); how many characters of
+    each kind were dropped (complete once the documents are consumed); and the source's notes for the
+    data card (data=mix has some). A local or hf corpus is read one document at a time."""
     notes: list[str] = []
+    docs: Iterable[Document]
     if cfg.source is Source.brown:
         docs, provenance = brown.load(cfg.brown, cache_dir(cfg))
     elif cfg.source is Source.mix:
@@ -50,66 +52,97 @@ def load_documents(cfg: DataConfig) -> Loaded:
         loader = load_local if cfg.source is Source.local else load_hf
         docs, provenance = loader(cfg, splitter)
     dropped: Counter = Counter()
-    cleaned = []
+    return Loaded(_cleaned(docs, cfg.max_document_chars, dropped), provenance, dropped, notes)
+
+
+def _cleaned(docs: Iterable[Document], max_chars: int, dropped: Counter) -> Iterator[Document]:
     for doc in docs:
         sentences = normalise_sentences(drop_invisible(s, dropped) for s in doc.sentences)
-        if (chars := sum(map(len, sentences))) > cfg.max_document_chars:
+        if (chars := sum(map(len, sentences))) > max_chars:
             raise DataError(
                 f"document {doc.id} has {chars:,} characters; expected at most data.max_document_chars="
-                f"{cfg.max_document_chars:,} (split the file, or raise the limit)"
+                f"{max_chars:,} (split the file, or raise the limit)"
             )
         if sentences:
-            cleaned.append(dataclasses.replace(doc, sentences=sentences))
-    return Loaded(cleaned, provenance, dropped, notes)
+            yield dataclasses.replace(doc, sentences=sentences)
 
 
-def load_local(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[list[Document], Provenance]:
+def load_local(
+    cfg: DataConfig, splitter: Callable[[str], list[str]]
+) -> tuple[Iterator[Document], Provenance]:
     root = Path(cfg.local.path).expanduser()  # type: ignore[arg-type]
     if not root.exists():
         raise DataError(f"data.local.path={root} does not exist; expected a folder or a .txt/.jsonl file")
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".jsonl"))
     base = root.parent if root.is_file() else root
-    docs: list[Document] = []
+    provenance = {"source": f"local folder {root}", "files": str(len(files)), "licence": cfg.licence}
+    return _local_documents(files, base, cfg, splitter), provenance
+
+
+def _local_documents(
+    files: list[Path], base: Path, cfg: DataConfig, splitter: Callable[[str], list[str]]
+) -> Iterator[Document]:
     for path in files:
-        text = _read_text(path, cfg.encoding_errors.value)
         rel = path.relative_to(base).as_posix()
         if path.suffix == ".jsonl":
-            docs.extend(_jsonl_documents(text, rel, cfg, splitter))
+            yield from _jsonl_documents(path, rel, cfg, splitter)
         else:
-            docs.append(Document(rel, "local", normalise_sentences(splitter(text))))
-    provenance = {"source": f"local folder {root}", "files": str(len(files)), "licence": cfg.licence}
-    return docs, provenance
+            text = _decode(_read_whole(path, cfg.max_document_chars), path, 0, cfg.encoding_errors.value)
+            yield Document(rel, "local", normalise_sentences(splitter(text)))
 
 
-def _read_text(path: Path, errors: str) -> str:
-    data = path.read_bytes()
+def _read_whole(path: Path, max_chars: int) -> bytes:
+    """A .txt file's bytes, refused before reading when it must hold more characters than allowed."""
+    if (size := path.stat().st_size) > MAX_UTF8_BYTES * max_chars:
+        raise DataError(
+            f"{path} is {size:,} bytes, more than data.max_document_chars={max_chars:,} characters can take "
+            f"({MAX_UTF8_BYTES} bytes each at most); expected a smaller document (split the file, or raise the limit)"
+        )
+    return path.read_bytes()
+
+
+MAX_UTF8_BYTES = 4  # per character
+MAX_JSON_BYTES = 12  # per character: an escaped surrogate pair is 12 bytes for 2 characters, \uXXXX 6 for one
+
+
+def _decode(data: bytes, path: Path, offset: int, errors: str) -> str:
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as err:
         raise DataError(
-            f"{path} is not valid UTF-8 (byte {err.start}: {data[err.start : err.start + 1]!r}); "
+            f"{path} is not valid UTF-8 (byte {offset + err.start}: {data[err.start : err.start + 1]!r}); "
             "expected UTF-8 text, or set data.encoding_errors=replace"
         ) from None
 
 
 def _jsonl_documents(
-    text: str, rel: str, cfg: DataConfig, splitter: Callable[[str], list[str]]
-) -> list[Document]:
-    docs = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            body = record[cfg.local.text_field]
-        except (ValueError, KeyError, TypeError):
-            raise DataError(
-                f"{rel}:{lineno} is not a JSON object with a {cfg.local.text_field!r} field; "
-                "expected one JSON document per line"
-            ) from None
-        doc_id = _record_id(record, cfg.local.id_field, f"{rel}:{lineno}")
-        docs.append(Document(doc_id, "local", normalise_sentences(splitter(_as_text(body, rel, lineno)))))
-    return docs
+    path: Path, rel: str, cfg: DataConfig, splitter: Callable[[str], list[str]]
+) -> Iterator[Document]:
+    """One document a line, read a line at a time; a line too long to be an allowed document is
+    refused without reading it whole."""
+    limit = MAX_JSON_BYTES * cfg.max_document_chars + 1024  # the JSON around the text
+    offset = 0
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), start=1):
+            if len(raw) > limit:
+                raise DataError(
+                    f"{rel}:{lineno} is over {limit:,} bytes, more than a document of data.max_document_chars="
+                    f"{cfg.max_document_chars:,} characters; expected one document a line (or raise the limit)"
+                )
+            line = _decode(raw, path, offset, cfg.encoding_errors.value)
+            offset += len(raw)
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                body = record[cfg.local.text_field]
+            except (ValueError, KeyError, TypeError):
+                raise DataError(
+                    f"{rel}:{lineno} is not a JSON object with a {cfg.local.text_field!r} field; "
+                    "expected one JSON document per line"
+                ) from None
+            doc_id = _record_id(record, cfg.local.id_field, f"{rel}:{lineno}")
+            yield Document(doc_id, "local", normalise_sentences(splitter(_as_text(body, rel, lineno))))
 
 
 def _record_id(record: dict[str, Any], id_field: str | None, fallback: str) -> str:
@@ -124,7 +157,7 @@ def _as_text(value: Any, where: str, row: int) -> str:
     return value
 
 
-def load_hf(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[list[Document], Provenance]:
+def load_hf(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[Iterator[Document], Provenance]:
     import datasets  # slow to import; only this source needs it
 
     hf = cfg.hf
@@ -145,15 +178,18 @@ def load_hf(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[list
             f"data.hf.text_column={hf.text_column!r} is not a column of {hf.path}; "
             f"expected one of {dataset.column_names}"
         )
-    docs = []
-    for row, record in enumerate(dataset):
-        doc_id = _record_id(record, hf.id_column, f"{hf.split}-{row}")
-        text = _as_text(record[hf.text_column], hf.path or "dataset", row)  # type: ignore[arg-type]
-        docs.append(Document(doc_id, f"hf:{hf.path}", normalise_sentences(splitter(text))))
     provenance = {
         "source": f"datasets.load_dataset({hf.path!r}, name={hf.name!r}, split={hf.split!r})",
         "revision": str(hf.revision),
         "fingerprint": str(getattr(dataset, "_fingerprint", "")),
         "licence": cfg.licence,
     }
-    return docs, provenance
+    return _hf_documents(dataset, cfg, splitter), provenance
+
+
+def _hf_documents(dataset: Any, cfg: DataConfig, splitter: Callable[[str], list[str]]) -> Iterator[Document]:
+    hf = cfg.hf  # rows come from the memory-mapped Arrow table one at a time
+    for row, record in enumerate(dataset):
+        doc_id = _record_id(record, hf.id_column, f"{hf.split}-{row}")
+        text = _as_text(record[hf.text_column], hf.path or "dataset", row)  # type: ignore[arg-type]
+        yield Document(doc_id, f"hf:{hf.path}", normalise_sentences(splitter(text)))

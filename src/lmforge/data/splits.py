@@ -1,65 +1,99 @@
-"""Exact-duplicate removal and a deterministic train/val/test split by document.
+"""Exact-duplicate removal and a deterministic train/val/test split by document, in bounded memory.
 
 Documents are ranked by sha256(f"{seed}:{id}"): a seeded permutation that does not depend on the
 order the source yields them in. The first `n_test` ranked documents form the test split, the next
 `n_val` the validation split, the rest training; `max_documents` keeps the first N of the ranking,
-so smaller slices are nested in larger ones. Each split keeps source order.
+so smaller slices are nested in larger ones, and a document added to the corpus moves no other
+document except across a split boundary. Each split keeps source order.
+
+The ids, content hashes and ranks live in an on-disk SQLite index (`DocumentIndex`) whose page cache
+is capped, so memory does not grow with the corpus; the split's boundaries are the ranks at the
+cut positions, read from the index, and each document is then routed by comparing its rank with them.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import sqlite3
+from pathlib import Path
+from typing import NamedTuple
 
-from lmforge.data.documents import SPLITS, Document
+from lmforge.data.documents import Document
 from lmforge.errors import DataError
 
+CACHE_KIB = 16 * 1024  # SQLite page cache: the index's whole memory, however many documents
 
-def deduplicate(documents: Sequence[Document]) -> tuple[list[Document], int]:
-    """Drop documents whose sentences repeat an earlier document exactly; also drop empty documents.
 
-    Returns (kept documents, number of duplicates dropped). Duplicate ids are a DataError.
-    """
-    seen_text: set[bytes] = set()
-    seen_ids: set[str] = set()
-    kept: list[Document] = []
-    duplicates = 0
-    for doc in documents:
-        if doc.id in seen_ids:
+def rank(doc_id: str, seed: int) -> bytes:
+    return hashlib.sha256(f"{seed}:{doc_id}".encode("utf-8", "surrogatepass")).digest()
+
+
+def content_key(doc: Document) -> bytes:
+    return hashlib.sha256("\n".join(doc.sentences).encode("utf-8", "surrogatepass")).digest()
+
+
+class DocumentIndex:
+    """The documents seen so far: ids (each must be unique), content hashes (a repeat is a duplicate)
+    and the ranks of the kept ones, in a SQLite file at `path` (deleted by `close`)."""
+
+    def __init__(self, path: str | Path, seed: int) -> None:
+        self.path, self.seed = Path(path), seed
+        self.path.unlink(missing_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{CACHE_KIB}", "temp_store=FILE"):
+            self._db.execute(f"PRAGMA {pragma}")
+        self._db.execute("CREATE TABLE ids (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        self._db.execute("CREATE TABLE texts (key BLOB PRIMARY KEY) WITHOUT ROWID")
+        self._db.execute("CREATE TABLE ranks (rank BLOB PRIMARY KEY) WITHOUT ROWID")
+        self._db.execute("BEGIN")
+        self.kept = self.duplicates = 0
+
+    def add(self, doc: Document) -> bool:
+        """Record `doc`; False when its sentences repeat an earlier document's exactly (or it has
+        none). A repeated id is a DataError."""
+        if self._db.execute("INSERT OR IGNORE INTO ids VALUES (?)", (doc.id,)).rowcount == 0:
             raise DataError(f"document id {doc.id!r} occurs twice; expected unique ids")
-        seen_ids.add(doc.id)
         if not doc.sentences:
-            continue
-        key = hashlib.sha256("\n".join(doc.sentences).encode("utf-8", "surrogatepass")).digest()
-        if key in seen_text:
-            duplicates += 1
-            continue
-        seen_text.add(key)
-        kept.append(doc)
-    return kept, duplicates
+            return False
+        if self._db.execute("INSERT OR IGNORE INTO texts VALUES (?)", (content_key(doc),)).rowcount == 0:
+            self.duplicates += 1
+            return False
+        self._db.execute("INSERT INTO ranks VALUES (?)", (rank(doc.id, self.seed),))
+        self.kept += 1
+        return True
+
+    def _rank_at(self, position: int) -> bytes:
+        return self._db.execute(
+            "SELECT rank FROM ranks ORDER BY rank LIMIT 1 OFFSET ?", (position,)
+        ).fetchone()[0]
+
+    def boundaries(self, val_fraction: float, test_fraction: float, max_documents: int | None) -> Boundaries:
+        """Where the ranking is cut (see the module docstring)."""
+        n = self.kept if max_documents is None else min(self.kept, max_documents)
+        n_test = max(1, round(test_fraction * n))
+        n_val = max(1, round(val_fraction * n))
+        if n - n_test - n_val < 1:
+            raise DataError(
+                f"only {n} non-empty unique documents; expected at least 3 so train, val and test each get one"
+            )
+        return Boundaries(self._rank_at(n_test - 1), self._rank_at(n_test + n_val - 1), self._rank_at(n - 1))
+
+    def close(self) -> None:
+        self._db.close()
+        self.path.unlink(missing_ok=True)
 
 
-def rank(doc_id: str, seed: int) -> str:
-    return hashlib.sha256(f"{seed}:{doc_id}".encode("utf-8", "surrogatepass")).hexdigest()
+class Boundaries(NamedTuple):
+    """The last rank of test, of val and of train; a rank above `train` is left out (max_documents)."""
 
+    test: bytes
+    val: bytes
+    train: bytes
 
-def split_documents(
-    documents: Sequence[Document],
-    val_fraction: float,
-    test_fraction: float,
-    seed: int,
-    max_documents: int | None = None,
-) -> dict[str, list[Document]]:
-    """{"train": [...], "val": [...], "test": [...]}, each non-empty, each in source order."""
-    order = sorted(range(len(documents)), key=lambda i: rank(documents[i].id, seed))
-    if max_documents is not None:
-        order = order[:max_documents]
-    n = len(order)
-    n_test = max(1, round(test_fraction * n))
-    n_val = max(1, round(val_fraction * n))
-    if n - n_test - n_val < 1:
-        raise DataError(
-            f"only {n} non-empty unique documents; expected at least 3 so train, val and test each get one"
-        )
-    parts = {"test": order[:n_test], "val": order[n_test : n_test + n_val], "train": order[n_test + n_val :]}
-    return {name: [documents[i] for i in sorted(parts[name])] for name in SPLITS}
+    def split_of(self, doc_id: str, seed: int) -> str | None:
+        r = rank(doc_id, seed)
+        if r <= self.test:
+            return "test"
+        if r <= self.val:
+            return "val"
+        return "train" if r <= self.train else None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from lmforge.data.documents import SPLITS, Document, read_documents
+from lmforge.data.documents import SPLITS, Document, read_split
 from lmforge.data.encoded import SplitWriter, token_dtype
 from lmforge.io import write_json
 from lmforge.stage import Plan, StageResult
@@ -38,8 +38,10 @@ def _document_batches(docs: Iterator[Document], n_sentences: int) -> Iterator[li
         yield batch
 
 
-def encode_split(tokenizer: Tokenizer, prepared: Path, writer: SplitWriter, batch_size: int) -> None:
-    for docs in _document_batches(read_documents(prepared), batch_size):
+def encode_split(
+    tokenizer: Tokenizer, documents: Iterator[Document], writer: SplitWriter, batch_size: int
+) -> None:
+    for docs in _document_batches(documents, batch_size):
         flat = [s for doc in docs for s in doc.sentences]
         encodings = iter(tokenizer.encode_batch(flat, add_special_tokens=False))
         for doc in docs:
@@ -56,7 +58,7 @@ def run(plan: Plan) -> StageResult:
     counts, artifacts = {}, []
     for split in SPLITS:
         with SplitWriter(out_dir, split, dtype) as writer:
-            encode_split(tokenizer, Path(data.prepared_dir) / f"{split}.jsonl", writer, tok_cfg.batch_size)
+            encode_split(tokenizer, read_split(data.prepared_dir, split), writer, tok_cfg.batch_size)
         counts[split] = writer.counts()
         artifacts += [
             str(out_dir / f"{split}{suffix}") for suffix in (".bin", ".sentences.npy", ".documents.npy")

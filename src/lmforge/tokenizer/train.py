@@ -33,14 +33,14 @@ def run(plan: Plan) -> StageResult:
 
     def counted() -> Iterator[str]:
         nonlocal n_seen
-        for sentence in iter_sentences(prepared / "train.jsonl"):
+        for sentence in iter_sentences(prepared, "train"):
             n_seen += 1
             yield sentence
 
     tokenizer = train_tokenizer(tok_cfg, batched(counted(), tok_cfg.batch_size))
     if n_seen == 0:
-        raise DataError(f"{prepared / 'train.jsonl'} has no sentences; expected a non-empty train split")
-    stats = tokenizer_stats(tokenizer, list(iter_sentences(prepared / "val.jsonl")))
+        raise DataError(f"the train split of {prepared} has no sentences; expected a non-empty train split")
+    stats = tokenizer_stats(tokenizer, list(iter_sentences(prepared, "val")))
 
     out = tokenizer_path(tok_cfg.dir, tok_cfg.name)
     with atomic_path(out) as tmp:
