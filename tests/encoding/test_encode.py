@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
+from tokenizers import Tokenizer
 
 from helpers import entry_stage
 from lmforge.data.documents import SPLITS, Document, read_split, write_prepared
 from lmforge.data.encoded import EncodedSplit, token_dtype
+from lmforge.encoding import encode as encode_module
 from lmforge.errors import DataError
 from lmforge.tokenizer import load_tokenizer
 
@@ -102,3 +106,38 @@ def test_encode_without_tokenizer_is_a_data_error(encoded_cfg, tmp_path):
     encoded_cfg.tokenizer.dir = str(tmp_path / "nowhere")
     with pytest.raises(DataError, match="run the tokenizer stage first"):
         entry_stage("encode")(encoded_cfg)
+
+
+def _encoded_bytes(cfg) -> dict[str, bytes]:
+    out = Path(cfg.tokenizer.encoded_dir) / cfg.tokenizer.name
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def test_every_core_and_any_batch_size_give_the_same_ids(encoded_cfg, monkeypatch):
+    """The stage turns `tokenizers`' thread pool on for itself and encodes the next batch while it
+    writes the last: the files are those of one thread, one sentence a batch, and the caller's
+    setting is back afterwards."""
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    seen = []
+
+    class Spy:  # the stage's tokenizer, noting the setting each encode_batch call ran under
+        def __init__(self, tokenizer: Tokenizer) -> None:
+            self.tokenizer = tokenizer
+
+        def __getattr__(self, name: str):
+            return getattr(self.tokenizer, name)
+
+        def encode_batch(self, *args, **kwargs):
+            seen.append(os.environ.get("TOKENIZERS_PARALLELISM"))
+            return self.tokenizer.encode_batch(*args, **kwargs)
+
+    monkeypatch.setattr(encode_module, "load_tokenizer", lambda path: Spy(load_tokenizer(path)))
+    entry_stage("encode")(encoded_cfg)
+    assert set(seen) == {"true"} and os.environ["TOKENIZERS_PARALLELISM"] == "false"
+    every_core = _encoded_bytes(encoded_cfg)
+
+    monkeypatch.setattr(encode_module, "every_core", contextlib.nullcontext)  # one thread
+    encoded_cfg.tokenizer.batch_size = 1  # one sentence a batch: many batches in flight one after another
+    entry_stage("encode")(encoded_cfg)
+    assert _encoded_bytes(encoded_cfg) == every_core
+    assert len(seen) > 2 * len(SPLITS)

@@ -14,6 +14,7 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tokenizer.builders import train_tokenizer
 from lmforge.tokenizer.config import tokenizer_config
+from lmforge.tokenizer.stats import tokenizer_stats
 
 
 def test_wordpiece_layout_post_processor_and_round_trip(tokenizer_cfg):
@@ -72,6 +73,8 @@ def test_report_on_val_split(tokenizer_cfg):
     assert report["tokens_per_word"] == pytest.approx(n_tokens / sum(len(s.split()) for s in val))
     assert report["bytes_per_token"] == pytest.approx(sum(len(s.encode()) for s in val) / n_tokens)
     assert report["unk_rate"] == 0.0 and report["vocab_size"] == tok.get_vocab_size()
+    assert (report["sample_sentences"], report["sample_complete"]) == (len(val), 1)  # the whole split
+    assert report["sample_bytes"] == sum(len(s.encode()) for s in val)
     assert sorted(result.artifacts) == sorted(
         [
             str(Path(tokenizer_cfg.tokenizer.dir) / "wp" / "tokenizer.json"),
@@ -140,3 +143,25 @@ def test_training_is_reproducible(tokenizer_cfg, kind):
     first = saved.read_bytes()
     entry_stage("train_tokenizer")(tokenizer_cfg)
     assert saved.read_bytes() == first  # same ids every run, so `dvc repro` and encoded arrays are stable
+
+
+def test_stats_read_a_bounded_sample_of_whole_sentences(tokenizer_cfg):
+    """Past `sample_bytes` the statistics stop reading: the numbers are those of the sentences read,
+    and the report says the sample was not the whole split."""
+    entry_stage("train_tokenizer")(tokenizer_cfg)
+    tok = load_tokenizer(Path(tokenizer_cfg.tokenizer.dir) / "wp")
+    val = list(iter_sentences(tokenizer_cfg.data.prepared_dir, "train"))
+    limit = sum(len(s.encode()) for s in val) // 3
+    part = tokenizer_stats(tok, iter(val), sample_bytes=limit)
+    n = part["sample_sentences"]
+    read = val[:n]
+    assert 0 < n < len(val) and part["sample_complete"] == 0
+    assert (
+        sum(len(s.encode()) for s in read[:-1])
+        < limit
+        <= part["sample_bytes"]
+        == sum(len(s.encode()) for s in read)
+    )
+    assert {k: v for k, v in tokenizer_stats(tok, read).items() if k != "sample_complete"} == {
+        k: v for k, v in part.items() if k != "sample_complete"
+    }

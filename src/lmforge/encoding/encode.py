@@ -5,12 +5,21 @@ It reads both floors below it: the prepared documents (`lmforge.data`) and a tra
 
 Every sentence is encoded with `encode_batch(..., add_special_tokens=False)`; datasets add the
 special tokens their objective needs. Output layout: see `lmforge.data.encoded`.
+
+It uses every core: `tokenizers`' Rust thread pool is switched on for the stage's own calls
+(`every_core`; `make repro` switches it off for the pipeline because other stages fork DataLoader
+workers, which this one does not; `RAYON_NUM_THREADS` caps its threads), and the next batch is
+encoded in a second thread (the call releases the GIL) while this one writes the last. The ids are
+the same either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
@@ -38,14 +47,48 @@ def _document_batches(docs: Iterator[Document], n_sentences: int) -> Iterator[li
         yield batch
 
 
+Encoded = tuple[list[Document], list]  # a batch of documents and the encodings of their sentences
+
+
 def encode_split(
     tokenizer: Tokenizer, documents: Iterator[Document], writer: SplitWriter, batch_size: int
 ) -> None:
-    for docs in _document_batches(documents, batch_size):
-        flat = [s for doc in docs for s in doc.sentences]
-        encodings = iter(tokenizer.encode_batch(flat, add_special_tokens=False))
-        for doc in docs:
-            writer.add_document(e.ids for e in islice(encodings, len(doc.sentences)))
+    """Encode `documents` a batch at a time into `writer`; batch k+1 is encoded while k is written."""
+
+    def encode(docs: list[Document]) -> Encoded:
+        return docs, tokenizer.encode_batch(
+            [s for doc in docs for s in doc.sentences], add_special_tokens=False
+        )
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode") as pool:
+        pending: Future[Encoded] | None = None
+        for docs in _document_batches(documents, batch_size):
+            submitted = pool.submit(encode, docs)
+            if pending is not None:
+                _write(writer, *pending.result())
+            pending = submitted
+        if pending is not None:
+            _write(writer, *pending.result())
+
+
+def _write(writer: SplitWriter, docs: Sequence[Document], encodings: list) -> None:
+    sentences = iter(encodings)
+    for doc in docs:
+        writer.add_document(e.ids for e in islice(sentences, len(doc.sentences)))
+
+
+@contextlib.contextmanager
+def every_core() -> Iterator[None]:
+    """`tokenizers`' thread pool on inside the block (it reads the variable at each call)."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
 def run(plan: Plan) -> StageResult:
@@ -57,7 +100,7 @@ def run(plan: Plan) -> StageResult:
     out_dir = Path(tok_cfg.encoded_dir) / tok_cfg.name
     counts, artifacts = {}, []
     for split in SPLITS:
-        with SplitWriter(out_dir, split, dtype) as writer:
+        with every_core(), SplitWriter(out_dir, split, dtype) as writer:
             encode_split(tokenizer, read_split(data.prepared_dir, split), writer, tok_cfg.batch_size)
         counts[split] = writer.counts()
         artifacts += [

@@ -2,7 +2,8 @@
 
 Outputs:
     {tokenizer.dir}/{name}/tokenizer.json
-    {tokenizer.reports_dir}/{name}.json   vocab size, tokens/word, bytes/token, UNK rate (val split)
+    {tokenizer.reports_dir}/{name}.json   vocab size, tokens/word, bytes/token, UNK rate (val split,
+                                          its first 8 MiB: `stats.SAMPLE_BYTES`)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def run(plan: Plan) -> StageResult:
     tokenizer = train_tokenizer(tok_cfg, batched(counted(), tok_cfg.batch_size))
     if n_seen == 0:
         raise DataError(f"the train split of {prepared} has no sentences; expected a non-empty train split")
-    stats = tokenizer_stats(tokenizer, list(iter_sentences(prepared, "val")))
+    stats = tokenizer_stats(tokenizer, iter_sentences(prepared, "val"))
 
     out = tokenizer_path(tok_cfg.dir, tok_cfg.name)
     with atomic_path(out) as tmp:
