@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import entry_stage
+from lmforge.data import sources
 from lmforge.data.documents import MANIFEST, SPLITS, read_split, split_files
 from lmforge.errors import DataError
 from lmforge.io import sha256_files
@@ -171,3 +172,20 @@ def test_kill_9_mid_prepare_leaves_the_previous_corpus_whole(tmp_path):
 
     subprocess.run(_prepare(big, tmp_path, "data.shard_mb=1"), check=True, capture_output=True)
     assert not list(tmp_path.glob(".prepared.*")) and len(split_files(prepared, "train")) > 20
+
+
+def test_cleaning_on_every_core_gives_what_one_process_gives(tmp_path, make_local_cfg, monkeypatch):
+    """Documents are cut and cleaned by a pool of worker processes, a window at a time: the corpus,
+    its order and the card's counts (dropped characters too) are those of one process."""
+    generate_corpus(tmp_path / "c.jsonl", 0.3)
+    with open(tmp_path / "c.jsonl", "a", encoding="utf-8") as f:  # characters the cleaning drops
+        f.write(json.dumps({"id": "odd", "text": "\ufeffA bom. A bell\x07 rings. Done."}) + "\n")
+    monkeypatch.setattr(sources, "WINDOW_DOCUMENTS", 7)  # many windows
+    cfg = make_local_cfg(tmp_path / "c.jsonl")
+    entry_stage("prepare")(cfg)
+    pooled = outputs(cfg)
+    monkeypatch.setattr(sources.os, "sched_getaffinity", lambda pid: {0})  # one core: no pool
+    entry_stage("prepare")(cfg)
+    assert outputs(cfg) == pooled
+    numbers = json.loads(pooled["data.json"])
+    assert numbers["chars_dropped_bom"] == 1 and numbers["chars_dropped_control"] == 1

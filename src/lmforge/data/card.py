@@ -9,10 +9,24 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from lmforge.data.documents import SPLITS, Document
 
 SPLIT_STATS = ("documents", "sentences", "words", "bytes")  # per split, in reports/data.json
+
+
+class Sizes(NamedTuple):
+    sentences: int
+    words: int  # whitespace-separated
+    bytes: int  # UTF-8
+    chars: int
+
+
+def sizes(doc: Document) -> Sizes:
+    text = "".join(doc.sentences)
+    words = sum(len(sentence.split()) for sentence in doc.sentences)
+    return Sizes(len(doc.sentences), words, len(text.encode("utf-8", "surrogatepass")), len(text))
 
 
 class Tally:
@@ -25,16 +39,14 @@ class Tally:
         self._first: dict[str, dict[str, None]] = {split: {} for split in SPLITS}  # sources, by split
         self.genres: Counter = Counter()
 
-    def add(self, split: str, doc: Document) -> None:
+    def add(self, split: str, doc: Document, counted: Sizes | None = None) -> None:
+        """Count `doc` into `split`; `counted` is `sizes(doc)` when it was measured elsewhere."""
         parts = self._parts.setdefault(doc.source, {name: Counter() for name in SPLITS})
         self._first[split].setdefault(doc.source)
         counts = parts[split]
         counts["documents"] += 1
-        counts["sentences"] += len(doc.sentences)
-        for sentence in doc.sentences:
-            counts["words"] += len(sentence.split())
-            counts["bytes"] += len(sentence.encode("utf-8", "surrogatepass"))
-            counts["chars"] += len(sentence)
+        for key, value in zip(Sizes._fields, counted or sizes(doc)):
+            counts[key] += value
         self.genres[doc.meta.get("genre")] += 1
 
     def sources(self) -> list[str]:

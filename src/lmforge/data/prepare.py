@@ -2,8 +2,9 @@
 
 It streams: memory holds one document, the counts of the data card and a capped page cache, whatever
 the corpus size. Two passes over a staging folder beside the output:
-1. every cleaned document is checked against an on-disk index (`splits.DocumentIndex`: a repeated
-   id is an error, repeated text a duplicate) and the kept ones are appended to a spill file;
+1. every document, cut and cleaned on every core (`sources.cleaned`), is checked against an on-disk
+   index (`splits.DocumentIndex`: a repeated id is an error, repeated text a duplicate) and the
+   kept ones are appended to a spill file, their sizes for the data card to a file beside it;
 2. once the number of documents is known, the ranks where the split is cut are read from the index
    and the spill is routed, in source order, into each split's shards (`documents.PreparedWriter`).
 
@@ -22,6 +23,7 @@ import contextlib
 import os
 import re
 import shutil
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +36,8 @@ from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
 
+SIZES = struct.Struct("<4q")  # a kept document's `card.Sizes`, beside its line in the spill
+
 
 def run(plan: Plan) -> StageResult:
     data: DataConfig = plan.data
@@ -43,11 +47,12 @@ def run(plan: Plan) -> StageResult:
         index, spill = DocumentIndex(stage / "index.sqlite", data.seed), stage / "spill.jsonl"
         n_loaded = 0
         try:
-            with open(spill, "wb") as out:
-                for doc in loaded.documents:
+            with open(spill, "wb") as out, open(spill.with_suffix(".sizes"), "wb") as measured:
+                for doc, counted in loaded.documents:
                     n_loaded += 1
                     if index.add(doc):
                         out.write((doc.to_json() + "\n").encode("utf-8"))
+                        measured.write(SIZES.pack(*counted))
             if not n_loaded:
                 raise DataError(f"data.source={data.source.value} yielded no documents; expected at least 3")
             cut = index.boundaries(data.val_fraction, data.test_fraction, data.max_documents)
@@ -56,12 +61,15 @@ def run(plan: Plan) -> StageResult:
             index.close()
         tally = card.Tally()
         with PreparedWriter(stage, int(data.shard_mb * 2**20)) as writer, open(spill, "rb") as lines:
-            for lineno, line in enumerate(lines, start=1):
-                doc = parse_line(line, spill, lineno)
-                if (split := cut.split_of(doc.id, data.seed)) is not None:
-                    writer.write_line(split, line)
-                    tally.add(split, doc)
+            with open(spill.with_suffix(".sizes"), "rb") as measured:
+                for lineno, line in enumerate(lines, start=1):
+                    doc = parse_line(line, spill, lineno)
+                    counted = card.Sizes(*SIZES.unpack(measured.read(SIZES.size)))
+                    if (split := cut.split_of(doc.id, data.seed)) is not None:
+                        writer.write_line(split, line)
+                        tally.add(split, doc, counted)
         spill.unlink()
+        spill.with_suffix(".sizes").unlink()
         shards = [str(prepared / path.name) for path in writer.files()]
 
     numbers = card.metrics(tally, n_loaded, n_duplicates, loaded.dropped)

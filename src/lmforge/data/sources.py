@@ -8,15 +8,18 @@
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
+import functools
 import json
+import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from lmforge.data import brown, mix
+from lmforge.data.card import Sizes, sizes
 from lmforge.data.config import DataConfig, SentenceSplit, Source
 from lmforge.data.documents import Document
 from lmforge.data.text import drop_invisible, normalise_sentences, split_lines, split_sentences
@@ -29,66 +32,121 @@ def cache_dir(cfg: DataConfig) -> Path:
     return Path(os.path.expanduser(cfg.cache_dir))
 
 
+class Cleaned(NamedTuple):
+    document: Document
+    sizes: Sizes  # `card.sizes(document)`, measured by the worker that cleaned it
+
+
 class Loaded(NamedTuple):
-    documents: Iterator[Document]  # streamed in source order, sentences normalised, empty ones dropped
+    documents: Iterator[Cleaned]  # streamed in source order, sentences normalised, empty ones dropped
     provenance: Provenance  # where the text came from: package, version, sha256, licence
     dropped: Counter  # invisible characters dropped, by kind (`text.invisible_kind`), filled as it streams
     notes: list[str]  # how a source was cut into documents and what it left out; often none
+
+
+class Raw(NamedTuple):
+    """A document as its source gives it: `text` still to be cut into sentences (local, hf), or
+    its sentences (brown, mix, whose loaders parse their own formats)."""
+
+    id: str
+    source: str
+    text: str | tuple[str, ...]
+    meta: dict[str, Any]
 
 
 def load_documents(cfg: DataConfig) -> Loaded:
     """The documents of the configured source, streamed in source order with their sentences
     normalised and cleaned of invisible characters (`text.drop_invisible`); how many characters of
     each kind were dropped (complete once the documents are consumed); and the source's notes for the
-    data card (data=mix has some). A local or hf corpus is read one document at a time."""
+    data card (data=mix has some). A local or hf corpus is read one document at a time, and cut and
+    cleaned on every core (`cleaned`)."""
     notes: list[str] = []
-    docs: Iterable[Document]
-    if cfg.source is Source.brown:
-        docs, provenance = brown.load(cfg.brown, cache_dir(cfg))
-    elif cfg.source is Source.mix:
-        docs, provenance, notes = mix.load(cfg, cache_dir(cfg))
+    raws: Iterable[Raw]
+    if cfg.source in (Source.brown, Source.mix):
+        if cfg.source is Source.brown:
+            docs, provenance = brown.load(cfg.brown, cache_dir(cfg))
+        else:
+            docs, provenance, notes = mix.load(cfg, cache_dir(cfg))
+        raws = (Raw(doc.id, doc.source, doc.sentences, doc.meta) for doc in docs)
     else:
-        splitter = split_lines if cfg.sentence_split is SentenceSplit.lines else split_sentences
         loader = load_local if cfg.source is Source.local else load_hf
-        docs, provenance = loader(cfg, splitter)
+        raws, provenance = loader(cfg)
     dropped: Counter = Counter()
-    return Loaded(_cleaned(docs, cfg.max_document_chars, dropped), provenance, dropped, notes)
+    lines = cfg.sentence_split is SentenceSplit.lines
+    return Loaded(cleaned(raws, lines, cfg.max_document_chars, dropped), provenance, dropped, notes)
 
 
-def _cleaned(docs: Iterable[Document], max_chars: int, dropped: Counter) -> Iterator[Document]:
-    for doc in docs:
-        sentences = normalise_sentences(drop_invisible(s, dropped) for s in doc.sentences)
-        if (chars := sum(map(len, sentences))) > max_chars:
-            raise DataError(
-                f"document {doc.id} has {chars:,} characters; expected at most data.max_document_chars="
-                f"{max_chars:,} (split the file, or raise the limit)"
-            )
-        if sentences:
-            yield dataclasses.replace(doc, sentences=sentences)
+WINDOW_DOCUMENTS = 512  # documents handed to the workers at a time ...
+WINDOW_CHARS = 16 << 20  # ... or fewer, once they hold this much text: what bounds the memory
 
 
-def load_local(
-    cfg: DataConfig, splitter: Callable[[str], list[str]]
-) -> tuple[Iterator[Document], Provenance]:
+def cleaned(raws: Iterable[Raw], lines: bool, max_chars: int, dropped: Counter) -> Iterator[Cleaned]:
+    """`clean` over `raws` in source order, a window at a time on a process per core (one core: in
+    this process); each non-empty document is yielded, the characters dropped are added to
+    `dropped`."""
+    workers = len(os.sched_getaffinity(0))
+    task = functools.partial(clean, lines=lines, max_chars=max_chars)
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(multiprocessing.Pool(workers)) if workers > 1 else None
+        for window in _windows(raws):
+            results = pool.imap(task, window, chunksize=8) if pool else map(task, window)
+            for done, counts in results:
+                dropped.update(counts)
+                if done is not None:
+                    yield done
+
+
+def _windows(raws: Iterable[Raw]) -> Iterator[list[Raw]]:
+    window: list[Raw] = []
+    chars = 0
+    for raw in raws:
+        window.append(raw)
+        chars += len(raw.text) if isinstance(raw.text, str) else sum(map(len, raw.text))
+        if len(window) >= WINDOW_DOCUMENTS or chars >= WINDOW_CHARS:
+            yield window
+            window, chars = [], 0
+    if window:
+        yield window
+
+
+def clean(raw: Raw, lines: bool, max_chars: int) -> tuple[Cleaned | None, Counter]:
+    """One document cut into sentences (unless it came cut), cleaned of invisible characters and
+    normalised (`text.normalise_sentences`); None when nothing is left. Runs in a worker."""
+    dropped: Counter = Counter()
+    if isinstance(raw.text, str):
+        pieces: Iterable[str] = (split_lines if lines else split_sentences)(raw.text)
+    else:
+        pieces = raw.text
+    sentences = normalise_sentences(drop_invisible(s, dropped) for s in pieces)
+    if (chars := sum(map(len, sentences))) > max_chars:
+        raise DataError(
+            f"document {raw.id} has {chars:,} characters; expected at most data.max_document_chars="
+            f"{max_chars:,} (split the file, or raise the limit)"
+        )
+    if not sentences:
+        return None, dropped
+    doc = Document(raw.id, raw.source, sentences, raw.meta)
+    return Cleaned(doc, sizes(doc)), dropped
+
+
+def load_local(cfg: DataConfig) -> tuple[Iterator[Raw], Provenance]:
     root = Path(cfg.local.path).expanduser()  # type: ignore[arg-type]
     if not root.exists():
         raise DataError(f"data.local.path={root} does not exist; expected a folder or a .txt/.jsonl file")
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".txt", ".jsonl"))
     base = root.parent if root.is_file() else root
     provenance = {"source": f"local folder {root}", "files": str(len(files)), "licence": cfg.licence}
-    return _local_documents(files, base, cfg, splitter), provenance
+    return _local_documents(files, base, cfg), provenance
 
 
-def _local_documents(
-    files: list[Path], base: Path, cfg: DataConfig, splitter: Callable[[str], list[str]]
-) -> Iterator[Document]:
+def _local_documents(files: list[Path], base: Path, cfg: DataConfig) -> Iterator[Raw]:
     for path in files:
         rel = path.relative_to(base).as_posix()
         if path.suffix == ".jsonl":
-            yield from _jsonl_documents(path, rel, cfg, splitter)
+            yield from _jsonl_documents(path, rel, cfg)
         else:
             text = _decode(_read_whole(path, cfg.max_document_chars), path, 0, cfg.encoding_errors.value)
-            yield Document(rel, "local", normalise_sentences(splitter(text)))
+            yield Raw(rel, "local", text, {})
 
 
 def _read_whole(path: Path, max_chars: int) -> bytes:
@@ -115,9 +173,7 @@ def _decode(data: bytes, path: Path, offset: int, errors: str) -> str:
         ) from None
 
 
-def _jsonl_documents(
-    path: Path, rel: str, cfg: DataConfig, splitter: Callable[[str], list[str]]
-) -> Iterator[Document]:
+def _jsonl_documents(path: Path, rel: str, cfg: DataConfig) -> Iterator[Raw]:
     """One document a line, read a line at a time; a line too long to be an allowed document is
     refused without reading it whole."""
     limit = MAX_JSON_BYTES * cfg.max_document_chars + 1024  # the JSON around the text
@@ -142,7 +198,7 @@ def _jsonl_documents(
                     "expected one JSON document per line"
                 ) from None
             doc_id = _record_id(record, cfg.local.id_field, f"{rel}:{lineno}")
-            yield Document(doc_id, "local", normalise_sentences(splitter(_as_text(body, rel, lineno))))
+            yield Raw(doc_id, "local", _as_text(body, rel, lineno), {})
 
 
 def _record_id(record: dict[str, Any], id_field: str | None, fallback: str) -> str:
@@ -157,7 +213,7 @@ def _as_text(value: Any, where: str, row: int) -> str:
     return value
 
 
-def load_hf(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[Iterator[Document], Provenance]:
+def load_hf(cfg: DataConfig) -> tuple[Iterator[Raw], Provenance]:
     import datasets  # slow to import; only this source needs it
 
     hf = cfg.hf
@@ -184,12 +240,12 @@ def load_hf(cfg: DataConfig, splitter: Callable[[str], list[str]]) -> tuple[Iter
         "fingerprint": str(getattr(dataset, "_fingerprint", "")),
         "licence": cfg.licence,
     }
-    return _hf_documents(dataset, cfg, splitter), provenance
+    return _hf_documents(dataset, cfg), provenance
 
 
-def _hf_documents(dataset: Any, cfg: DataConfig, splitter: Callable[[str], list[str]]) -> Iterator[Document]:
+def _hf_documents(dataset: Any, cfg: DataConfig) -> Iterator[Raw]:
     hf = cfg.hf  # rows come from the memory-mapped Arrow table one at a time
     for row, record in enumerate(dataset):
         doc_id = _record_id(record, hf.id_column, f"{hf.split}-{row}")
         text = _as_text(record[hf.text_column], hf.path or "dataset", row)  # type: ignore[arg-type]
-        yield Document(doc_id, f"hf:{hf.path}", normalise_sentences(splitter(text)))
+        yield Raw(doc_id, f"hf:{hf.path}", text, {})

@@ -22,6 +22,7 @@ from lmforge.data.documents import Document
 from lmforge.errors import DataError
 
 CACHE_KIB = 16 * 1024  # SQLite page cache: the index's whole memory, however many documents
+RANK_BATCH = 4096  # ranks held before they are written (32 bytes each)
 
 
 def rank(doc_id: str, seed: int) -> bytes:
@@ -47,6 +48,7 @@ class DocumentIndex:
         self._db.execute("CREATE TABLE ranks (rank BLOB PRIMARY KEY) WITHOUT ROWID")
         self._db.execute("BEGIN")
         self.kept = self.duplicates = 0
+        self._ranks: list[tuple[bytes]] = []  # inserted a batch at a time: nothing reads them before the cut
 
     def add(self, doc: Document) -> bool:
         """Record `doc`; False when its sentences repeat an earlier document's exactly (or it has
@@ -58,9 +60,15 @@ class DocumentIndex:
         if self._db.execute("INSERT OR IGNORE INTO texts VALUES (?)", (content_key(doc),)).rowcount == 0:
             self.duplicates += 1
             return False
-        self._db.execute("INSERT INTO ranks VALUES (?)", (rank(doc.id, self.seed),))
+        self._ranks.append((rank(doc.id, self.seed),))
+        if len(self._ranks) >= RANK_BATCH:
+            self._flush()
         self.kept += 1
         return True
+
+    def _flush(self) -> None:
+        self._db.executemany("INSERT INTO ranks VALUES (?)", self._ranks)
+        self._ranks.clear()
 
     def _rank_at(self, position: int) -> bytes:
         return self._db.execute(
@@ -69,6 +77,7 @@ class DocumentIndex:
 
     def boundaries(self, val_fraction: float, test_fraction: float, max_documents: int | None) -> Boundaries:
         """Where the ranking is cut (see the module docstring)."""
+        self._flush()
         n = self.kept if max_documents is None else min(self.kept, max_documents)
         n_test = max(1, round(test_fraction * n))
         n_val = max(1, round(val_fraction * n))
