@@ -1,7 +1,8 @@
 """The `prepare` stage: raw source -> normalised, deduplicated documents split into train/val/test.
 
-It streams: memory holds one document, the counts of the data card and a capped page cache, whatever
-the corpus size. Two passes over a staging folder beside the output:
+It streams: memory holds a window of documents in the cleaning workers (`sources.WINDOW_DOCUMENTS`,
+`sources.WINDOW_CHARS`), the counts of the data card and a capped page cache, whatever the corpus
+size. Two passes over a staging folder beside the output:
 1. every document, cut and cleaned on every core (`sources.cleaned`), is checked against an on-disk
    index (`splits.DocumentIndex`: a repeated id is an error, repeated text a duplicate) and the
    kept ones are appended to a spill file, their sizes for the data card to a file beside it;
@@ -47,8 +48,12 @@ def run(plan: Plan) -> StageResult:
         index, spill = DocumentIndex(stage / "index.sqlite", data.seed), stage / "spill.jsonl"
         n_loaded = 0
         try:
-            with open(spill, "wb") as out, open(spill.with_suffix(".sizes"), "wb") as measured:
-                for doc, counted in loaded.documents:
+            with (
+                contextlib.closing(loaded.documents) as documents,  # its worker pool ends here, error or not
+                open(spill, "wb") as out,
+                open(spill.with_suffix(".sizes"), "wb") as measured,
+            ):
+                for doc, counted in documents:
                     n_loaded += 1
                     if index.add(doc):
                         out.write((doc.to_json() + "\n").encode("utf-8"))

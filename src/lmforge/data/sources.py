@@ -14,7 +14,7 @@ import json
 import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,7 +38,7 @@ class Cleaned(NamedTuple):
 
 
 class Loaded(NamedTuple):
-    documents: Iterator[Cleaned]  # streamed in source order, sentences normalised, empty ones dropped
+    documents: Generator[Cleaned, None, None]  # streamed in source order, normalised, empty ones dropped
     provenance: Provenance  # where the text came from: package, version, sha256, licence
     dropped: Counter  # invisible characters dropped, by kind (`text.invisible_kind`), filled as it streams
     notes: list[str]  # how a source was cut into documents and what it left out; often none
@@ -80,7 +80,9 @@ WINDOW_DOCUMENTS = 512  # documents handed to the workers at a time ...
 WINDOW_CHARS = 16 << 20  # ... or fewer, once they hold this much text: what bounds the memory
 
 
-def cleaned(raws: Iterable[Raw], lines: bool, max_chars: int, dropped: Counter) -> Iterator[Cleaned]:
+def cleaned(
+    raws: Iterable[Raw], lines: bool, max_chars: int, dropped: Counter
+) -> Generator[Cleaned, None, None]:
     """`clean` over `raws` in source order, a window at a time on a process per core (one core: in
     this process); each non-empty document is yielded, the characters dropped are added to
     `dropped`."""
