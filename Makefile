@@ -27,7 +27,7 @@ repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pret
 test: install  ## every test, the slow end-to-end ones included (what CI runs)
 	python -m pytest -q
 
-test-fast: install  ## the unit tests only (about 6 minutes on a fast 2-core host, 10 on a slow one)
+test-fast: install  ## the unit tests only (about 6 minutes on a fast 2-core host, 11.5 on a slow one)
 	python -m pytest -q -m "not slow"
 
 bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~12 minutes, the allocator group 6 of them)
