@@ -151,6 +151,10 @@ def _local_documents(files: list[Path], base: Path, cfg: DataConfig) -> Iterator
             yield Raw(rel, "local", text, {})
 
 
+MAX_UTF8_BYTES = 4  # per character
+MAX_JSON_BYTES = 12  # per character: one outside the BMP escapes as a surrogate pair, \uXXXX\uXXXX
+
+
 def _read_whole(path: Path, max_chars: int) -> bytes:
     """A .txt file's bytes, refused before reading when it must hold more characters than allowed."""
     if (size := path.stat().st_size) > MAX_UTF8_BYTES * max_chars:
@@ -159,10 +163,6 @@ def _read_whole(path: Path, max_chars: int) -> bytes:
             f"({MAX_UTF8_BYTES} bytes each at most); expected a smaller document (split the file, or raise the limit)"
         )
     return path.read_bytes()
-
-
-MAX_UTF8_BYTES = 4  # per character
-MAX_JSON_BYTES = 12  # per character: an escaped surrogate pair is 12 bytes for 2 characters, \uXXXX 6 for one
 
 
 def _decode(data: bytes, path: Path, offset: int, errors: str) -> str:
