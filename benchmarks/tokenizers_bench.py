@@ -140,56 +140,46 @@ def measure(kind: Kind, docs: list[Document], rounds: int, folder: Path) -> list
         parallel = interleave({"ours": encode_ours, "peer": encode_peer}, rounds=rounds + 2, warmup=1)
     written_parallel = np.fromfile(folder / kind.value / "train.bin", dtype=dtype)
     common = {"mb": round(mb, 3), "TOKENIZERS_PARALLELISM": os.environ["TOKENIZERS_PARALLELISM"]}
+
+    def row(name: str, samples: dict[str, list[float]], peer: str, **extra: object) -> Row:
+        """A row of MB/s from both sides' seconds, with the common facts and `extra`."""
+        seconds = {"s_ours": median(samples["ours"]), "s_peer": median(samples["peer"])}
+        return Row(
+            group=GROUP,
+            name=f"{kind.value} {name}",
+            ours=mb / seconds["s_ours"],
+            peer=mb / seconds["s_peer"],
+            unit="MB/s",
+            peer_name=peer,
+            extra={**common, **extra, **seconds},
+        )
+
     return [
-        Row(
-            group=GROUP,
-            name=f"{kind.value} train",
-            ours=mb / median(train["ours"]),
-            peer=mb / median(train["peer"]),
-            unit="MB/s",
-            peer_name=peer_name,
-            extra={
-                **common,
-                "same_vocab": vocab_ours == vocab_peer,
-                "vocab_overlap": shared / len(vocab_ours),  # share of our tokens the peer also has
-                "s_ours": median(train["ours"]),
-                "s_peer": median(train["peer"]),
-            },
+        row(
+            "train",
+            train,
+            peer_name,
+            same_vocab=vocab_ours == vocab_peer,
+            vocab_overlap=shared / len(vocab_ours),  # share of our tokens the peer also has
         ),
-        Row(
-            group=GROUP,
-            name=f"{kind.value} encode",
-            ours=mb / median(encode["ours"]),
-            peer=mb / median(encode["peer"]),
-            unit="MB/s",
-            peer_name="Tokenizer.encode_batch",
-            extra={
-                **common,
-                "ours_is": "encode_split: read JSON lines + encode_batch per ~1000 sentences + write arrays",
-                "ids_equal": bool(np.array_equal(written.astype(np.int64), expected)),
-                "tokens": int(expected.size),
-                "s_ours": median(encode["ours"]),
-                "s_peer": median(encode["peer"]),
-            },
+        row(
+            "encode",
+            encode,
+            "Tokenizer.encode_batch",
+            ours_is="encode_split: read JSON lines + encode_batch per ~1000 sentences + write arrays",
+            ids_equal=bool(np.array_equal(written.astype(np.int64), expected)),
+            tokens=int(expected.size),
         ),
-        Row(
-            group=GROUP,
-            name=f"{kind.value} encode every core",
-            ours=mb / median(parallel["ours"]),
-            peer=mb / median(parallel["peer"]),
-            unit="MB/s",
-            peer_name="Tokenizer.encode_batch, one call",
-            extra={
-                **common,
-                "TOKENIZERS_PARALLELISM": "true",
-                "cores": os.cpu_count(),
-                "ours_is": "the encode stage: batches encoded one ahead of the writing, thread pool on",
-                "ids_equal": bool(np.array_equal(written_parallel.astype(np.int64), expected)),
-                "tokens": int(expected.size),
-                "s_ours": median(parallel["ours"]),
-                "s_peer": median(parallel["peer"]),
-                "speedup_over_one_thread": median(encode["ours"]) / median(parallel["ours"]),
-            },
+        row(
+            "encode every core",
+            parallel,
+            "Tokenizer.encode_batch, one call",
+            TOKENIZERS_PARALLELISM="true",
+            cores=os.cpu_count(),
+            ours_is="the encode stage: batches encoded one ahead of the writing, thread pool on",
+            ids_equal=bool(np.array_equal(written_parallel.astype(np.int64), expected)),
+            tokens=int(expected.size),
+            speedup_over_one_thread=median(encode["ours"]) / median(parallel["ours"]),
         ),
     ]
 
