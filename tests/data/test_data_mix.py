@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from helpers import entry_stage, group_yaml
 from lmforge.corpora import fetch
 from lmforge.data import card, mix
-from lmforge.data.config import MIX_COMPONENTS, data_config
+from lmforge.data.config import LARGE_COMPONENTS, MIX_COMPONENTS, data_config
 from lmforge.data.documents import SPLITS, Document, read_split
 from lmforge.data.formats import decode_gcide, gcide_entries, read_r_lazyload, rst_sentences
 from lmforge.errors import ConfigError, DataError
@@ -57,7 +57,7 @@ Acacia \\A*ca"cia\\, n.
 
 
 def test_registry_has_one_loader_per_component():
-    assert tuple(mix.LOADERS) == MIX_COMPONENTS
+    assert tuple(mix.LOADERS) == MIX_COMPONENTS + LARGE_COMPONENTS
     assert data_config(OmegaConf.create({"source": "mix"})).mix.components == list(MIX_COMPONENTS)
 
 
@@ -68,6 +68,8 @@ def test_registry_has_one_loader_per_component():
         ({"components": ["austen", "austen"]}, "without repeats"),
         ({"components": []}, "non-empty"),
         ({"webster_entries_per_document": 0}, "expected >= 1"),
+        ({"glossary_entries_per_document": 0}, r"data.mix.glossary_entries_per_document=0; expected >= 1"),
+        ({"sotu": {"sha256": "abc"}}, r"data.mix.sotu.sha256='abc'"),
         ({"austen": {"sha256": "abc"}}, r"data.mix.austen.sha256='abc'"),
         ({"django_docs": {"sha256": "ABC"}}, r"data.mix.django_docs.sha256='ABC'"),
         ({"webster": {"version": None}}, "invalid config data.mix.webster.version"),
@@ -277,7 +279,7 @@ def test_django_docs_are_the_rst_sources_in_the_sdist_read_in_place(tmp_path, mo
         },
     )
     monkeypatch.setattr(fetch, "_run", lambda *a: pytest.fail("a cached sdist must not be fetched again"))
-    part = mix.load_django_docs(cfg, tmp_path / "cache")
+    part = mix.LOADERS["django_docs"](cfg, tmp_path / "cache")
     assert [doc.id for doc in part.documents] == ["django_docs/index", "django_docs/topics/if"]
     assert {doc.source for doc in part.documents} == {"django_docs"}
     index, topic = part.documents
@@ -291,7 +293,7 @@ def test_django_docs_are_the_rst_sources_in_the_sdist_read_in_place(tmp_path, mo
 def test_django_docs_refuse_a_non_utf8_source_naming_it(tmp_path):
     cfg, _ = _planted_django(tmp_path, {"django-9.9/docs/ref/bad.txt": b"caf\xe9"})
     with pytest.raises(DataError, match=r"django-9.9.tar.gz:django-9.9/docs/ref/bad.txt is not valid UTF-8"):
-        mix.load_django_docs(cfg, tmp_path / "cache")
+        mix.LOADERS["django_docs"](cfg, tmp_path / "cache")
 
 
 def test_bible_chapters_hold_their_verses_in_order():

