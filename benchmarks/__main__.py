@@ -4,6 +4,7 @@
     python -m benchmarks --only train_step  # some groups
     python -m benchmarks --quick            # fewer rounds: a smoke run, numbers not written
     python -m benchmarks --compile          # train_step also runs ours under torch.compile
+    python -m benchmarks --only data_scale  # the data stages at 10 MB, 100 MB, 1 GB (~40 min; not in "all")
 
 Ours and the peer of each row run interleaved in the same process (the host drifts +-20% within
 minutes); the ratio is ours / peer, higher is better. MFU is the share of the fp32 matmul peak
@@ -21,6 +22,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is
 from benchmarks import (
     allocator,
     data_pipeline,
+    data_scale,
     dvc_status,
     generation,
     lightning_overhead,
@@ -43,7 +45,9 @@ GROUPS = {
     "linear_ce": lambda quick, peak, compiled: linear_ce.run(quick),
     "dvc": lambda quick, peak, compiled: dvc_status.run(quick),
     "norms": lambda quick, peak, compiled: norms.run(quick),
+    "data_scale": lambda quick, peak, compiled: data_scale.run(quick),  # rows and flat keys
 }
+ON_REQUEST = ("data_scale",)  # groups that run only when --only names them
 
 
 def fmt(value: float | None, pattern: str) -> str:
@@ -75,12 +79,13 @@ def main() -> None:
     )
     print(f"fp32 matmul peak {peak / 1e9:.0f} GFLOP/s")
     rows: list[Row] = []
-    for group in args.only or GROUPS:
+    for group in args.only or [g for g in GROUPS if g not in ON_REQUEST]:
         start = time.perf_counter()
-        group_rows = GROUPS[group](args.quick, peak, args.compile)
+        result = GROUPS[group](args.quick, peak, args.compile)
+        group_rows, flat = result if isinstance(result, tuple) else (result, {})
         print(f"{group}: {time.perf_counter() - start:.0f} s", flush=True)
         if not args.quick:
-            write_report(group, group_rows, peak)
+            write_report(group, group_rows, peak, flat)
         rows += group_rows
     print(table(rows))
 

@@ -114,11 +114,14 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def write_report(group: str, rows: list[Row], peak: float, **extra: Any) -> Path:
-    """reports/bench/<group>.json: flat numbers only (what `dvc metrics diff` compares);
-    reports/bench/details/<group>.json: every row in full, the machine and the library versions."""
+def write_report(
+    group: str, rows: list[Row], peak: float, flat: dict[str, float] | None = None, **extra: Any
+) -> Path:
+    """reports/bench/<group>.json: flat numbers only (what `dvc metrics diff` compares), the rows' and
+    any the group measured besides (`flat`); reports/bench/details/<group>.json: every row in full,
+    the machine and the library versions."""
     path = REPORTS / f"{group}.json"
-    metrics: dict[str, float] = {"matmul_peak_gflops": round(peak / 1e9, 1)}
+    metrics: dict[str, float] = {"matmul_peak_gflops": round(peak / 1e9, 1), **(flat or {})}
     for row in rows:
         key = row.name.replace(" ", "_")
         metrics[f"{key}.ratio"] = round(row.ratio, 3)

@@ -1,0 +1,205 @@
+"""data_scale: the data stages and pretraining's first steps at about 10 MB, 100 MB and 1 GB of text.
+
+Corpora come from data=large's prepared train split (the experiments pipeline's `large_prepare`
+stage writes it): its whole documents in a seeded shuffle, written as one jsonl file (a document a
+line, its sentences joined by newlines) until the size is reached. The pool holds about 100 MB, so
+the 1 GB corpus passes over it ten times; each pass after the first re-cuts every document, its
+sentences in a new seeded order under a new id, so that no document repeats verbatim (prepare
+would drop it as a duplicate, and the corpus would shrink back to the pool).
+
+On each corpus the project's own entry points run, one process each, as a user runs them:
+`prepare` (data=local, a sentence a line), `tokenizer` (byte-level BPE, 8,192, the decoder's),
+`encode` (which turns on every core itself), `pretrain` (the default decoder's recipe for 5 steps, warmup 1, and one validation pass
+over the validation split, which writes the checkpoint) and `validate` (`pipelines/evaluate.py`: a pass over
+the test split, with the unigram baseline it counts over the training split). MLflow is off.
+
+Per stage and size: wall seconds, MB of corpus text per second (the jsonl's sentence bytes over the
+stage's seconds) and peak RSS (`os.wait4`'s ru_maxrss, taken by a small process that forks the
+stage: the stage's process or, if larger, its largest worker). Beside encode, in the same run and on the same sentences, bare
+`Tokenizer.encode_batch` of the same tokenizer with TOKENIZERS_PARALLELISM=true, the fastest this
+machine tokenises the text (sentences read into memory first, not timed).
+
+    python -m benchmarks --only data_scale                  # every size, writes reports/bench/data_scale.json
+    python -m benchmarks.data_scale --sizes 10mb 100mb --write  # some sizes (the report names them)
+    python -m benchmarks.data_scale --sizes 10mb                # one size, nothing written
+
+Keys are flat, `<stage>.<measure>.<size>`, `<stage>.rss_ratio` (1 GB over 10 MB) and
+`encode.ratio_vs_bare` (at 1 GB), so `dvc metrics show reports/bench/data_scale.json` reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import Row, matmul_peak, write_report
+from lmforge.data.documents import read_split
+
+GROUP = "data_scale"
+POOL = Path("data/large/prepared")  # data=large's prepared corpus
+SIZES = {"10mb": 10e6, "100mb": 100e6, "1gb": 1e9}
+STAGES = ("prepare", "tokenizer", "encode", "pretrain", "validate")
+TOKENIZER = (
+    "bpe"  # the preset; its files go under the name bench_bpe, apart from the pipeline's (and its lock)
+)
+# The default decoder's recipe (pipelines/stages.yaml's families), 5 steps and one validation pass
+PRETRAIN = [
+    "model=gpt_micro",
+    "objective=clm",
+    "trainer=cpu_decoder",
+    "optim=adamw_micro",
+    "trainer.max_steps=5",
+    "trainer.val_check_interval=5",
+    "optim.warmup_steps=1",  # the recipe's 200 would not fit in 5 steps
+]
+# Runs one command and writes its peak RSS (KiB, its largest process: `wait4`'s ru_maxrss) to a file.
+# A small process of its own forks it: a child's peak starts from its parent's size at the fork.
+PEAK_RSS = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
+def build_corpus(path: Path, n_bytes: float, seed: int = 0) -> int:
+    """Write documents of the pool to `path` until their sentences hold `n_bytes`; the bytes written."""
+    if not (POOL / "manifest.json").is_file():
+        raise SystemExit(f"{POOL} has no prepared corpus; run `python pipelines/prepare.py data=large` first")
+    pool = [doc.sentences for doc in read_split(POOL, "train")]
+    rng = random.Random(seed)
+    written = 0
+    with path.open("w", encoding="utf-8") as out:
+        for passed in range(1_000):
+            order = list(range(len(pool)))
+            rng.shuffle(order)
+            for index in order:
+                sentences = list(pool[index])
+                if passed:  # a re-cut of the document: its sentences in a new order
+                    rng.shuffle(sentences)
+                out.write(json.dumps({"id": f"{index}.{passed}", "text": "\n".join(sentences)}) + "\n")
+                written += sum(len(s.encode()) for s in sentences)
+                if written >= n_bytes:
+                    return written
+    raise AssertionError("unreachable: the pool is not empty")
+
+
+def run_stage(argv: list[str], log: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one entry point run in its own process; stops on failure."""
+    peak = log.with_suffix(".rss")
+    start = time.perf_counter()
+    with log.open("w") as out:
+        code = subprocess.run(
+            [sys.executable, "-c", PEAK_RSS, str(peak), *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        ).returncode
+    seconds = time.perf_counter() - start
+    if code:
+        tail = log.read_text().strip().splitlines()[-5:]
+        raise SystemExit(f"{' '.join(argv[:3])} failed ({code}):\n" + "\n".join(tail))
+    return seconds, int(peak.read_text()) / 1024  # Linux reports KiB
+
+
+def bare_encode_seconds(tokenizer_file: Path, prepared: Path) -> float:
+    """Seconds of one `encode_batch` over every train sentence, both cores, in a fresh process."""
+    code = (
+        "import os, sys, time\n"
+        "os.environ['TOKENIZERS_PARALLELISM'] = 'true'\n"
+        "from tokenizers import Tokenizer\n"
+        "from lmforge.data.documents import read_split\n"
+        "tok = Tokenizer.from_file(sys.argv[1])\n"
+        "sentences = [s for doc in read_split(sys.argv[2], 'train') for s in doc.sentences]\n"
+        "start = time.perf_counter()\n"
+        "tok.encode_batch(sentences, add_special_tokens=False)\n"
+        "print(time.perf_counter() - start)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tokenizer_file), str(prepared)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def measure(size: str, n_bytes: float, work: Path) -> dict[str, float]:
+    """Every stage on a corpus of `n_bytes`: flat keys for this size."""
+    corpus = work / "corpus.jsonl"
+    text_mb = build_corpus(corpus, n_bytes) / 1e6
+    paths = [f"paths.data={work}/data", f"paths.artifacts={work}/artifacts", f"paths.reports={work}/reports"]
+    data = ["data=local", f"data.local.path={corpus}", "data.sentence_split=lines", *paths]
+    tok = [f"tokenizer={TOKENIZER}", f"tokenizer.name=bench_{TOKENIZER}", *paths]
+    run = ["run_name=data_scale_bench", "logger=none", *paths]
+    python = sys.executable
+    commands = {
+        "prepare": [python, "pipelines/prepare.py", *data],
+        "tokenizer": [python, "pipelines/train_tokenizer.py", *data, *tok],
+        "encode": [python, "pipelines/encode.py", *data, *tok],
+        "pretrain": [python, "pipelines/pretrain.py", *PRETRAIN, *tok, *run],
+        "validate": [python, "pipelines/evaluate.py", "model=gpt_micro", "objective=clm", *tok, *run],
+    }
+    result: dict[str, float] = {"corpus.mb." + size: round(text_mb, 1)}
+    for stage, argv in commands.items():
+        seconds, rss = run_stage(argv, work / f"{stage}.log")
+        result[f"{stage}.seconds.{size}"] = round(seconds, 1)
+        result[f"{stage}.mb_per_s.{size}"] = round(text_mb / seconds, 2)
+        result[f"{stage}.rss_mb.{size}"] = round(rss, 1)
+        print(f"{size} {stage}: {seconds:.1f} s, {text_mb / seconds:.2f} MB/s, {rss:.0f} MB", flush=True)
+    bare = bare_encode_seconds(
+        work / "artifacts/tokenizers" / f"bench_{TOKENIZER}" / "tokenizer.json", work / "data/prepared"
+    )
+    result[f"bare_encode.seconds.{size}"] = round(bare, 1)
+    result[f"bare_encode.mb_per_s.{size}"] = round(text_mb / bare, 2)
+    result[f"encode.ratio_vs_bare.{size}"] = round(bare / result[f"encode.seconds.{size}"], 3)
+    return result
+
+
+def run(quick: bool, sizes: list[str] | None = None) -> tuple[list[Row], dict[str, float]]:
+    """Rows for the benchmark table (encode against bare encode_batch, per size) and the flat report."""
+    sizes = sizes or (["10mb"] if quick else list(SIZES))
+    flat: dict[str, float] = {}
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"data-scale-{size}-", dir=".") as tmp:
+            flat.update(measure(size, SIZES[size], Path(tmp).resolve()))
+    flat["sizes_run"] = len(sizes)  # how many of 10mb, 100mb, 1gb (in that order) this report holds
+    if {"10mb", "1gb"} <= set(sizes):
+        for stage in STAGES:
+            flat[f"{stage}.rss_ratio"] = round(flat[f"{stage}.rss_mb.1gb"] / flat[f"{stage}.rss_mb.10mb"], 2)
+        flat["encode.ratio_vs_bare"] = flat["encode.ratio_vs_bare.1gb"]
+    rows = [
+        Row(
+            GROUP,
+            f"encode {size}",
+            flat[f"encode.mb_per_s.{size}"],
+            flat[f"bare_encode.mb_per_s.{size}"],
+            "MB/s",
+            "Tokenizer.encode_batch, both cores",
+            target=0.8,
+        )
+        for size in sizes
+    ]
+    return rows, flat
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # as `make repro` and `python -m benchmarks` run
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", choices=list(SIZES), help="sizes to run (default: all)")
+    parser.add_argument("--write", action="store_true", help="write reports/bench/data_scale.json")
+    args = parser.parse_args()
+    rows, flat = run(False, args.sizes)
+    print(json.dumps(flat, indent=2))
+    if args.write:
+        write_report(GROUP, rows, matmul_peak(), flat)
