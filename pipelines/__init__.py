@@ -37,6 +37,8 @@ STAGES = {
     "scaling_compare": "scaling",
     "learning_curves": "learning_curves",
     "arch_eval": "arch",
+    "induction": "induction",
+    "induction_summary": "induction",
     "findings": "findings",
 }
 

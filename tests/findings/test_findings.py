@@ -109,7 +109,9 @@ def test_pretraining_is_decided_per_task_and_budget(tmp_path):
     }
     converged = {
         "comparisons": {
-            "encoder-pos-converged-vs-scratch-pos-converged": comparison(0.001, 0.005)  # covers zero
+            "encoder-pos-converged-vs-scratch-pos-converged": comparison(0.001, 0.005),  # covers zero
+            # the encoder pretrained on data=large against its own scratch control: a part of its own
+            "large-encoder-pos-converged-vs-large-scratch-pos-converged": comparison(0.01, 0.005),
         }
     }
     reports = {"finetune/summary.json": short, "finetune_converged/summary.json": converged}
@@ -120,9 +122,11 @@ def test_pretraining_is_decided_per_task_and_budget(tmp_path):
         "pos (200 steps)": REPRODUCED,
         "sentiment (200 steps)": REFUTED,
         "pos (to convergence)": NOT_DISTINGUISHABLE,
+        "pos, data=large (to convergence)": REPRODUCED,
     }
     assert found.verdict == MIXED and found.headline == (
-        "reproduced: pos (200 steps); refuted: sentiment (200 steps); not distinguishable: pos (to convergence)"
+        "reproduced: pos (200 steps), pos, data=large (to convergence); refuted: sentiment (200 steps); "
+        "not distinguishable: pos (to convergence)"
     )
     assert found.parts[0].note == "pretrained - scratch +2.0 points [+1.0, +3.0]"
     # a stale converged report (not what the experiments' lock pins) is not read, and the rule says so
@@ -378,6 +382,38 @@ def test_induction_decides_heads_and_in_context_learning_per_decoder(tmp_path, a
         "in-context learning in the attention-only decoder": icl,
     }
     assert found.verdict == MIXED  # the default decoder's heads are refuted, its ICL reproduced
+
+
+def test_the_repeated_span_study_adds_a_part_per_share_decided_by_the_seeds_interval(tmp_path):
+    def share(value: float, score: list[float]) -> dict:
+        return {"repeat_share": value, "seeds": [0, 1, 2], "steps": 1000, "max_induction_score": score,
+                "first_step_above_threshold": {"0": None, "1": 400, "2": None}}  # fmt: skip
+
+    study = {
+        "threshold": 0.3,
+        "shares": [
+            share(0.0, [0.01, 0.005, 0.015]),
+            share(0.2, [0.3, 0.1, 0.5]),
+            share(0.5, [0.6, 0.5, 0.7]),
+        ],
+    }
+    reports = {
+        "interpret/decoder/interpret.json": interpret_report(*NONE),
+        "interpret/attn_only/interpret.json": interpret_report(*NONE),
+        "induction/summary.json": study,
+    }
+    ev = workspace(tmp_path, reports, pinned={"induction/summary.json": "induction_summary"})
+    (tmp_path / "reports/induction/induction.png").write_bytes(b"png")
+    found = CLAIMS["induction"].test(ev, FindingsConfig(), tmp_path / "figures")
+    shares = {p.name: p.verdict for p in found.parts if "repeated windows" in p.name}
+    head = "attention-only induction heads at {} repeated windows"
+    assert shares == {
+        head.format("0%"): REFUTED,
+        head.format("20%"): NOT_DISTINGUISHABLE,
+        head.format("50%"): REPRODUCED,
+    }
+    assert "first above it at step: never, 400, never" in found.parts[-2].note
+    assert found.figure.name == "induction.png" and found.figure.parent.name == "induction"
 
 
 def test_induction_is_not_tested_without_the_attention_only_report(tmp_path):

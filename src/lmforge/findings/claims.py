@@ -108,6 +108,8 @@ def _norms(p: Part, cfg: FindingsConfig) -> str:
 
 
 def _induction(p: Part, cfg: FindingsConfig) -> str:
+    if "score" in p.values:  # the repeated-span study: the seeds' interval of the best head's score
+        return p.values["score"].against(p.values["threshold"], "above")
     if "heads" in p.values:
         return REPRODUCED if p.values["heads"] else REFUTED
     return p.values["icl"].against(0.0, "below")
@@ -115,8 +117,11 @@ def _induction(p: Part, cfg: FindingsConfig) -> str:
 
 CONVERGED = "finetune_converged/summary.json"
 ARCH = "arch.json"
-# our encoder's rows against their scratch twins (LoRA rows aside), the part named by the task
-PRETRAINED_VS_SCRATCH = r"^encoder-(?P<part>[^-]+)-(?:(?!lora).)*?vs-scratch-"
+# our encoder's rows against their scratch twins (LoRA rows aside), the part named by the task and,
+# for the encoder pretrained on another corpus (`large-encoder-*`), by that corpus
+PRETRAINED_VS_SCRATCH = (
+    r"^(?:(?P<corpus>[a-z]+)-)?encoder-(?P<part>[^-]+)-(?:(?!lora).)*?vs-(?:[a-z]+-)?scratch-"
+)
 LORA_VS_FULL = r"^(?!scratch)(?:(?!-vs-).)*-lora(?:(?!-vs-).)*-vs-"  # a LoRA row against its full twin
 
 CLAIMS: dict[str, Claim] = {
@@ -129,7 +134,8 @@ CLAIMS: dict[str, Claim] = {
             "higher than from a random init (Devlin et al. 2018).",
             "dvc.yaml `finetune` (conf/row/encoder-*.yaml against conf/row/scratch-*.yaml, 3 seeds each, 200 "
             "steps) and pipelines/experiments/dvc.yaml `finetune_converged` (the same rows fine-tuned to "
-            "convergence, conf/row/converged/): `dvc repro finetune_summary` and "
+            "convergence, conf/row/converged/; and, as `finetune_large_runs`, from the encoder pretrained on "
+            "data=large against its own scratch control): `dvc repro finetune_summary` and "
             "`dvc repro pipelines/experiments/dvc.yaml:finetune_converged`",
             sources={"200 steps": "finetune/summary.json", "to convergence": CONVERGED},
             read=measures.comparisons_by_budget,
@@ -360,20 +366,28 @@ CLAIMS: dict[str, Claim] = {
             "context, are predicted better (Olsson et al. 2022).",
             "dvc.yaml `interpret@decoder` and `interpret@attn_only` (conf/interpret/: the default decoder and "
             "the same recipe without MLPs, `pretrain_probe@attn_only`; each at 10%, 30% and 100% of its "
-            "pretraining): `dvc repro interpret`",
+            "pretraining): `dvc repro interpret`; and pipelines/experiments/dvc.yaml `induction@<share>` "
+            "(the attention-only decoder, 3 seeds, on windows of which a share repeat an earlier span, "
+            "probed every 50 steps; conf/induction.yaml): "
+            "`dvc repro pipelines/experiments/dvc.yaml:induction_summary`",
             sources={
                 "report": "interpret/{name}/interpret.json",
                 "figure": "interpret/{name}/induction.png",
+                "study": "induction/summary.json",
+                "study_figure": "induction/induction.png",
             },
             read=measures.induction,
             rule=_induction,
             judged="per decoder, its induction heads are reproduced when a head scores above the threshold and "
             "copies repeated text (the second copy at least {cfg.induction_gain_floor} nats below the first), "
             "refuted when none does at this training budget; its in-context learning is reproduced when the "
-            "ICL score's interval lies below zero, refuted when above, not distinguishable when it covers zero",
+            "ICL score's interval lies below zero, refuted when above, not distinguishable when it covers zero; in "
+            "the repeated-span study, a share is reproduced when the seeds' interval of the best head's final "
+            "score lies above the threshold, refuted when it lies below",
             untested="no decoder was looked into",
             needed="orders of magnitude more training tokens (Olsson et al. see the phase change after 2.5 to 5 "
-            "billion)",
+            "billion), or training text that rewards copying more than a fifth of its windows repeating a "
+            "span does at 1,000 steps",
             # the decoders `interpret` looks into (dvc.yaml: interpret@<name>), in the report's order
             keys={"decoders": {"decoder": "default decoder", "attn_only": "attention-only decoder"}},
         ),

@@ -35,6 +35,12 @@ def _selected(summary: dict, pattern: str) -> dict[str, tuple[re.Match, dict]]:
     return {k: (m, d) for k, d in sorted(summary["comparisons"].items()) if (m := re.search(pattern, k))}
 
 
+def _part(match: re.Match) -> str:
+    """A comparison's part: its task, and the corpus when the selected row names one (`corpus`)."""
+    corpus = match.groupdict().get("corpus")
+    return match["part"] if not corpus else f"{match['part']}, data={corpus}"
+
+
 def comparisons_by_budget(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
     """Fine-tuning summaries' comparisons (`keys.select`, its `part` group naming the task), one
     source per budget (`sources`, in the order they are shown): a part per task and budget."""
@@ -49,7 +55,7 @@ def comparisons_by_budget(ev: Evidence, claim: Claim, cfg: FindingsConfig, figur
             unread += f" (fine-tuning {budget} not read: {err})"
             continue
         found = _selected(summary, claim.keys["select"])
-        by_budget[budget] = {m["part"]: Interval.of(d, "difference") for m, d in found.values()}
+        by_budget[budget] = {_part(m): Interval.of(d, "difference") for m, d in found.values()}
     shown = {f"{part} ({budget})": d for budget, rows in by_budget.items() for part, d in rows.items()}
     figure = forest(shown, 100, "points", figures / claim.figure, claim.keys["figure_title"])
     return Measured(
@@ -388,7 +394,26 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
         ]
     # the figure of a decoder where heads formed, else of the cleanest place to look (the last)
     shown = formed[0] if formed else list(claim.keys["decoders"])[-1]
-    return Measured(parts, numbers, ev.path(claim.sources["figure"].format(name=shown)))
+    figure = ev.path(claim.sources["figure"].format(name=shown))
+    try:  # the repeated-span study (pipelines/experiments: induction), when it has run
+        study = ev.json(claim.sources["study"])
+    except MissingEvidence as err:
+        numbers.append(("the repeated-span study", f"not read ({err})"))
+        return Measured(parts, numbers, figure)
+    for row in study["shares"]:
+        score = Interval(*row["max_induction_score"])
+        first = ", ".join(
+            "never" if s is None else str(s) for s in row["first_step_above_threshold"].values()
+        )
+        parts.append(
+            Part(
+                f"attention-only induction heads at {row['repeat_share']:.0%} repeated windows",
+                {"score": score, "threshold": study["threshold"]},
+                note=f"best head's score at step {row['steps']} {score.show(signed=False)} over "
+                f"{len(row['seeds'])} seeds (threshold {study['threshold']}; first above it at step: {first})",
+            )
+        )
+    return Measured(parts, numbers, ev.path(claim.sources["study_figure"]))
 
 
 def beam(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:

@@ -1,0 +1,67 @@
+"""Training windows in which a controlled share repeats an earlier span of themselves.
+
+A repeated window: a span of L tokens (L drawn from [min_span, max_span], at most half the window)
+starting at a is copied over the tokens at b >= a + L. Predicting the copy's tokens rewards what an
+induction head does: find the earlier occurrence of the current token, copy the token after it. Which
+windows repeat, and where, is drawn from (seed, draw, window), like every other random draw of the
+pipeline's data, so a resumed or repeated run sees the same windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from lmforge.training.datamodule import PretrainDataModule
+
+
+def repeat_span(ids: torch.Tensor, rng: np.random.Generator, min_span: int, max_span: int) -> torch.Tensor:
+    """A copy of the 1-D `ids` whose tokens [b, b + L) repeat its tokens [a, a + L), with a + L <= b."""
+    length = ids.numel()
+    top = min(max_span, length // 2)
+    if top < min_span:
+        raise ValueError(f"repeat_span: a window of {length} tokens has no room for two spans of {min_span}")
+    span = int(rng.integers(min_span, top + 1))
+    a = int(rng.integers(0, length - 2 * span + 1))
+    b = int(rng.integers(a + span, length - span + 1))
+    out = ids.clone()
+    out[b : b + span] = ids[a : a + span]
+    return out
+
+
+class RepeatedSpans(Dataset):
+    """`base`'s windows (items with `input_ids`), a `share` of each draw's windows with a repeated span."""
+
+    def __init__(self, base: Dataset, share: float, min_span: int, max_span: int, seed: int) -> None:
+        self.base, self.share, self.min_span, self.max_span, self.seed = base, share, min_span, max_span, seed
+
+    def __len__(self) -> int:
+        return len(self.base)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.item(index, 0)
+
+    def item(self, index: int, draw: int) -> dict[str, Any]:
+        item = dict(self.base[index])
+        rng = np.random.default_rng([self.seed, draw, index])
+        if rng.random() < self.share:
+            item["input_ids"] = repeat_span(item["input_ids"], rng, self.min_span, self.max_span)
+        return item
+
+
+class RepeatDataModule(PretrainDataModule):
+    """Pretraining's data module whose training split goes through `RepeatedSpans`; the validation and
+    test splits stay natural text."""
+
+    def __init__(self, *args: Any, share: float, min_span: int, max_span: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.share, self.min_span, self.max_span = share, min_span, max_span
+
+    def dataset(self, split: str) -> Dataset:
+        if split == "train" and split not in self.datasets:
+            natural = super().dataset(split)
+            self.datasets[split] = RepeatedSpans(natural, self.share, self.min_span, self.max_span, self.seed)
+        return super().dataset(split)

@@ -1,0 +1,132 @@
+"""The training stage of the induction study.
+
+`run` (pipelines/induction.py, DVC `induction@<name>`): the pretraining recipe the command line
+composes (the attention-only decoder by default), trained once per seed of `induction.seeds` on windows
+of which `induction.repeat_share` repeat an earlier span (`lmforge.induction.data`), probed every
+`induction.probe_every` steps (`lmforge.induction.probe`). Writes {runs_dir}/{name}/curve.csv (one
+row per seed and probe) and metrics.json. No checkpoint is kept: the study's outputs are the curves.
+
+`summarise` (pipelines/induction_summary.py, DVC `induction_summary`): every run folder under runs_dir ->
+{out_dir}/summary.{md,json} and induction.png: per share, the final best-head induction score with
+its 95% Student-t interval over seeds, whether that interval lies above the threshold (a head forms),
+below it (none forms) or across it, and the step at which each seed's score first passed it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+
+from lmforge.errors import ConfigError
+from lmforge.induction.config import InductionConfig
+from lmforge.induction.data import RepeatDataModule
+from lmforge.induction.probe import InductionProbe
+from lmforge.interpret.data import text_windows
+from lmforge.interpret.induction import repeated_sequences
+from lmforge.io import write_json, write_text
+from lmforge.stage import Plan, StageResult
+from lmforge.structured import plain
+from lmforge.tokenizer.specials import load_tokenizer
+from lmforge.training.module import PretrainModule
+from lmforge.training.pretrain import encoded_inputs, prepare_run
+from lmforge.training.trainer import build_trainer
+
+COLUMNS = (
+    "seed",
+    "step",
+    "tokens",
+    "max_induction_score",
+    "best_layer",
+    "best_head",
+    "first_copy_loss",
+    "second_copy_loss",
+    "repeat_gain",
+    "icl_score",
+    "loss",
+)
+
+
+def run(plan: Plan) -> StageResult:
+    cfg: InductionConfig = plan.induction
+    job = prepare_run(plan)
+    seq_len = job.train.seq_len
+    if 2 * cfg.induction_length + 1 > job.model["max_seq_len"]:
+        raise ConfigError(
+            f"induction.induction_length: got {cfg.induction_length}, expected 2 * length + 1 <= the model's "
+            f"max_seq_len {job.model['max_seq_len']}"
+        )
+    if cfg.late_position + cfg.band >= seq_len - 1:
+        raise ConfigError(
+            f"induction.late_position: got {cfg.late_position} + band {cfg.band}, expected it within the "
+            f"{seq_len - 1} predictions of a train.seq_len={seq_len} window"
+        )
+    if 2 * cfg.min_span > seq_len:
+        raise ConfigError(
+            f"induction.min_span: got {cfg.min_span}, expected two spans to fit {seq_len} tokens"
+        )
+    eos = job.specials.eos
+    n_special = len(load_tokenizer(job.tokenizer_file).get_added_tokens_decoder())  # the first ids
+    sequences = repeated_sequences(
+        cfg.induction_sequences, cfg.induction_length, n_special, job.vocab_size, eos, 0
+    )
+    windows = text_windows(job.encoded_dir, seq_len, eos, cfg.icl_windows, job.train.batch_size)
+    positions = (cfg.early_position, cfg.late_position, cfg.band)
+
+    rows: list[dict[str, Any]] = []
+    for seed in cfg.seeds:
+        L.seed_everything(seed, workers=True, verbose=False)
+        data = RepeatDataModule(
+            str(job.encoded_dir),
+            job.objective,
+            job.train,
+            job.specials,
+            job.vocab_size,
+            seed=seed,
+            share=cfg.repeat_share,
+            min_span=cfg.min_span,
+            max_span=cfg.max_span,
+        )
+        module = PretrainModule(
+            job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
+        )
+        probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
+        trainer = build_trainer(
+            job.trainer,
+            callbacks=[probe],
+            enable_checkpointing=False,
+            limit_val_batches=0,  # the probe measures the natural text; no checkpoint is chosen
+            num_sanity_val_steps=0,
+            default_root_dir=str(Path(cfg.runs_dir) / cfg.name),
+        )
+        trainer.fit(module, datamodule=data)
+        rows += [{"seed": seed, **row} for row in probe.rows]
+
+    out = Path(cfg.runs_dir) / cfg.name
+    write_text(out / "curve.csv", _csv(rows))
+    finals = {seed: [r for r in rows if r["seed"] == seed][-1] for seed in cfg.seeds}
+    metrics = {
+        "repeat_share": cfg.repeat_share,
+        "steps": job.trainer.max_steps,
+        "seeds": len(cfg.seeds),
+        **{f"max_induction_score_seed{s}": r["max_induction_score"] for s, r in finals.items()},
+        **{f"icl_score_seed{s}": r["icl_score"] for s, r in finals.items()},
+        **{f"repeat_gain_seed{s}": r["repeat_gain"] for s, r in finals.items()},
+        **{f"loss_seed{s}": r["loss"] for s, r in finals.items()},
+    }
+    write_json(out / "metrics.json", metrics)
+    artifacts = [str(out / "curve.csv"), str(out / "metrics.json")]
+    return StageResult(
+        metrics, artifacts, params={"model": job.model}, inputs=encoded_inputs(job.encoded_dir)
+    )
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()} for row in rows)
+    return buffer.getvalue()

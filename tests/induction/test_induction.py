@@ -1,0 +1,134 @@
+"""The induction study: repeated spans against a hand-checked copy, the share of repeated windows, the
+verdict rule, and both stages end to end in the test workspace."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from helpers import CONF, entry_stage, fails_in_one_line
+from lmforge.induction.data import RepeatedSpans, repeat_span
+from lmforge.induction.summary import verdict
+
+
+def test_repeat_span_copies_an_earlier_span_over_a_later_one_and_nothing_else():
+    ids = torch.arange(100, 164)  # distinct tokens: every changed position is the copy
+    for seed in range(50):
+        out = repeat_span(ids, np.random.default_rng(seed), 4, 20)
+        changed = torch.nonzero(out != ids).flatten()
+        b, span = int(changed[0]), len(changed)
+        assert changed.tolist() == list(range(b, b + span))  # one contiguous destination
+        a = int(out[b]) - 100  # where the copied tokens came from
+        assert 4 <= span <= 20 and a + span <= b
+        assert torch.equal(out[b : b + span], ids[a : a + span])
+    assert torch.equal(ids, torch.arange(100, 164))  # the input is left as it was
+
+
+def test_repeat_span_refuses_a_window_without_room_for_two_spans():
+    with pytest.raises(ValueError, match="no room for two spans of 8"):
+        repeat_span(torch.arange(10), np.random.default_rng(0), 8, 8)
+
+
+class Windows(torch.utils.data.Dataset):
+    def __init__(self, n: int, length: int = 64) -> None:
+        self.n, self.length = n, length
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> dict:
+        return {"input_ids": torch.arange(self.length) + 1000 * index, "index": index}
+
+
+def repeated(data: RepeatedSpans, draw: int = 0) -> list[bool]:
+    return [
+        not torch.equal(data.item(i, draw)["input_ids"], data.base[i]["input_ids"]) for i in range(len(data))
+    ]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
+def test_repeated_spans_repeat_the_configured_share_of_windows(share):
+    data = RepeatedSpans(Windows(400), share, 8, 32, seed=3)
+    got = np.mean(repeated(data))
+    sd = (share * (1 - share) / 400) ** 0.5
+    assert abs(got - share) <= 4 * sd + 1e-12, got
+
+
+def test_repeated_spans_are_drawn_from_seed_draw_and_window():
+    data = RepeatedSpans(Windows(50), 0.5, 8, 32, seed=0)
+    assert all(torch.equal(data.item(i, 2)["input_ids"], data.item(i, 2)["input_ids"]) for i in range(50))
+    assert repeated(data, 0) != repeated(data, 1)  # a new draw chooses other windows
+    other = RepeatedSpans(Windows(50), 0.5, 8, 32, seed=1)
+    assert repeated(data) != repeated(other)
+    assert torch.equal(data[7]["input_ids"], data.item(7, 0)["input_ids"])  # a plain index is draw 0
+
+
+@pytest.mark.parametrize(
+    "low, high, expected",
+    [
+        (0.4, 0.6, "forms"),
+        (0.01, 0.2, "does not form"),
+        (0.2, 0.4, "not identified"),
+        (None, None, "not identified (one seed)"),
+    ],
+)
+def test_verdict_places_the_seed_interval_against_the_threshold(low, high, expected):
+    assert verdict(low, high, 0.3) == expected
+
+
+def induction_config(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(
+            config_name="induction",
+            overrides=[
+                "experiment=smoke",
+                "logger=none",
+                "tokenizer.vocab_size=600",
+                "trainer.max_steps=6",
+                *overrides,
+            ],
+        )
+
+
+def test_induction_stages_end_to_end(in_workspace):
+    for name, share in [("share50", 0.5), ("share0", 0.0)]:
+        cfg = induction_config(
+            f"induction.name={name}", f"induction.repeat_share={share}", "induction.seeds=[0,1]"
+        )
+        result = entry_stage("induction")(cfg)
+        folder = Path("reports/induction/runs") / name
+        assert json.loads((folder / "metrics.json").read_text()) == pytest.approx(result.metrics)
+        with (folder / "curve.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        assert [(int(r["seed"]), int(r["step"])) for r in rows] == [(s, t) for s in (0, 1) for t in (0, 3, 6)]
+        assert all(0.0 <= float(r["max_induction_score"]) <= 1.0 for r in rows)
+        assert [int(r["tokens"]) for r in rows[:3]] == [0, 3 * 8 * 64, 6 * 8 * 64]  # batch 8 x 64 tokens
+        last = rows[2]
+        assert float(last["repeat_gain"]) == pytest.approx(
+            float(last["first_copy_loss"]) - float(last["second_copy_loss"]), abs=1e-4
+        )
+        assert result.metrics["max_induction_score_seed1"] == pytest.approx(
+            float(rows[-1]["max_induction_score"]), rel=1e-5
+        )
+
+    summary = entry_stage("induction_summary")(induction_config())
+    report = json.loads(Path("reports/induction/summary.json").read_text())
+    assert [row["name"] for row in report["shares"]] == ["share0", "share50"]  # ordered by share
+    assert all(row["seeds"] == [0, 1] and row["steps"] == 6 for row in report["shares"])
+    assert all(row["verdict"] in {"forms", "does not form", "not identified"} for row in report["shares"])
+    assert summary.metrics["max_induction_score_share0"] == pytest.approx(
+        report["shares"][0]["max_induction_score"][0]
+    )
+    assert Path("reports/induction/induction.png").is_file()
+    assert "| 50% | 2 | 6 |" in Path("reports/induction/summary.md").read_text()
+
+
+def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):
+    err = fails_in_one_line(capsys, entry_stage("induction"), induction_config("induction.repeat_share=1.5"))
+    assert "induction.repeat_share: got 1.5, expected a share in [0, 1]" in err
