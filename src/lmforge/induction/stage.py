@@ -4,12 +4,8 @@
 composes (the attention-only decoder by default), trained once per seed of `induction.seeds` on windows
 of which `induction.repeat_share` repeat an earlier span (`lmforge.induction.data`), probed every
 `induction.probe_every` steps (`lmforge.induction.probe`). Writes {runs_dir}/{name}/curve.csv (one
-row per seed and probe) and metrics.json. No checkpoint is kept: the study's outputs are the curves.
-
-`summarise` (pipelines/induction_summary.py, DVC `induction_summary`): every run folder under runs_dir ->
-{out_dir}/summary.{md,json} and induction.png: per share, the final best-head induction score with
-its 95% Student-t interval over seeds, whether that interval lies above the threshold (a head forms),
-below it (none forms) or across it, and the step at which each seed's score first passed it.
+row per seed and probe) and metrics.json. No checkpoint is kept: the study's outputs are the curves,
+which `lmforge.induction.summary` turns into the table and figure.
 """
 
 from __future__ import annotations
