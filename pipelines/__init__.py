@@ -23,6 +23,7 @@ STAGES = {
     "task": "config",
     "finetune": "config",
     "finetune_summary": "config",
+    "finetune_sequential": "sequential",
     "distill": "config",
     "distill_summary": "config",
     "translate_data": "translate",

@@ -180,7 +180,7 @@ def test_lora_needs_its_interval_above_minus_the_margin(tmp_path, diff, half, ex
         tmp_path,
         {
             "finetune/summary.json": lora_summary(diff, half),
-            "finetune_minilm/summary.json": lora_summary(diff, half),
+            "minilm_lora_sequential/summary.json": lora_summary(diff, half),
         },
     )
     assert verdict("lora", ev, tmp_path) == expected
@@ -493,11 +493,25 @@ def test_lora_reads_the_converged_minilm_rows_and_skips_their_other_comparisons(
     }
     converged["rows"]["m-sentiment-lora-converged"] = converged["rows"].pop("m-sentiment-lora")
     shown = lora_summary(-0.01, 0.015)
-    reports = {"finetune/summary.json": shown, "finetune_minilm/summary.json": shown}
+    reports = {"finetune/summary.json": shown, "minilm_lora_sequential/summary.json": shown}
     assert verdict("lora", workspace(tmp_path / "a", reports), tmp_path) == REPRODUCED
     reports["finetune_converged/summary.json"] = converged
     found = CLAIMS["lora"].test(workspace(tmp_path / "b", reports), FindingsConfig(), tmp_path / "figures")
     assert found.headline == "reproduced: our encoder, MiniLM (90 steps); refuted: MiniLM (converged)"
+
+
+def test_lora_names_a_sequential_look_and_its_level(tmp_path):
+    sequential = lora_summary(-0.018, 0.011)  # -1.8 [-2.9, -0.7]: above -3 points
+    sequential["comparisons"]["m-sentiment-lora-vs-m-sentiment"] |= {"level": 0.9875, "look": 2, "looks": 4}
+    reports = {
+        "finetune/summary.json": lora_summary(-0.2, 0.01),
+        "minilm_lora_sequential/summary.json": sequential,
+    }
+    found = CLAIMS["lora"].test(workspace(tmp_path, reports), FindingsConfig(), tmp_path / "figures")
+    parts = {p.name: p for p in found.parts}
+    assert parts["MiniLM (90 steps)"].verdict == REPRODUCED
+    assert parts["MiniLM (90 steps)"].note.endswith("8 seeds, 98.75% interval at look 2 of 4")
+    assert parts["our encoder"].note.endswith("8 seeds")  # a fixed-seed comparison: no look
 
 
 def test_norms_read_the_benchmark_s_widths_as_parts_of_their_own(tmp_path):

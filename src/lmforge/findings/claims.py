@@ -206,13 +206,13 @@ CLAIMS: dict[str, Claim] = {
             "LoRA approaches full fine-tuning (within the margin) while training a small fraction of the "
             "weights (Hu et al. 2021).",
             "dvc.yaml `finetune` (encoder-sentiment-lora against encoder-sentiment) and "
-            "pipelines/experiments/dvc.yaml `finetune_minilm` (MiniLM, 90 steps, 8 seeds) and "
-            "`finetune_converged` (MiniLM trained to convergence, 3 seeds): `dvc repro finetune_summary` and "
-            "`dvc repro pipelines/experiments/dvc.yaml:finetune_minilm pipelines/experiments/dvc.yaml:"
-            "finetune_converged`",
+            "pipelines/experiments/dvc.yaml `finetune_sequential` (MiniLM, 90 steps, blocks of 8 seeds until "
+            "a look decides: conf/sequential/minilm_lora.yaml) and `finetune_converged` (MiniLM trained to "
+            "convergence, 3 seeds): `dvc repro finetune_summary` and `dvc repro "
+            "pipelines/experiments/dvc.yaml:finetune_sequential pipelines/experiments/dvc.yaml:finetune_converged`",
             sources={
                 "our encoder": "finetune/summary.json",
-                "MiniLM (90 steps)": "finetune_minilm/summary.json",
+                "MiniLM (90 steps)": "minilm_lora_sequential/summary.json",
                 "MiniLM (converged)": CONVERGED,
             },
             read=measures.lora_comparisons,

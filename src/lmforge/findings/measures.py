@@ -141,12 +141,15 @@ def lora_comparisons(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: P
             row = summary["rows"][lora_row]
             name = f"{backbone} ({lora_row} - {full_row})"
             part = backbone if len(selected) == 1 else name
+            how = f"{d['seeds']} seeds"
+            if "look" in d:  # a sequential design's look: its interval at the look's own level
+                how += f", {100 * d['level']:g}% interval at look {d['look']} of {d['looks']}"
             numbers += [
-                (name, f"{diff.points()}, {d['seeds']} seeds"),
+                (name, f"{diff.points()}, {how}"),
                 (f"{name}: trained weights", f"{row['params_trainable'] / row['params_total']:.1%}"),
             ]
             intervals[name] = diff
-            parts.append(Part(part, {"difference": diff}, note=f"{diff.points()}, {d['seeds']} seeds"))
+            parts.append(Part(part, {"difference": diff}, note=f"{diff.points()}, {how}"))
     figure = None
     if parts:
         figure = forest(
