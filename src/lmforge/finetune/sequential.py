@@ -101,9 +101,12 @@ def first_seeds(row: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
 
 
 def decision(d: Difference, margin: float) -> tuple[str, bool]:
-    """The look's verdict on the margin claim and whether it decides (shown or refuted)."""
-    text = within(d, margin / 100, f"{margin:g} points")
-    return text, text.endswith(("shown", "refuted"))
+    """The look's verdict on the margin claim and whether it decides: its interval lies wholly on
+    one side of -margin (shown or refuted)."""
+    decides = (
+        d.low is not None and d.high is not None and bool(d.low >= -margin / 100 or d.high < -margin / 100)
+    )
+    return within(d, margin / 100, f"{margin:g} points"), decides
 
 
 def looks(
