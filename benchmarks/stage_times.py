@@ -15,7 +15,7 @@ stage, the total, the command, its exit status, the commit and the CPU), which t
 come from. Only the standard library: it runs before `make repro` has built the virtual environment.
 
 `--mlflow` needs no log: every stage run of a `dvc repro` is a descendant of that invocation's parent
-run in the MLflow store (lmforge/tracking.py), tagged with its DVC stage. A stage runs from its first
+run in the MLflow store (lmforge/tracking/runs.py), tagged with its DVC stage. A stage runs from its first
 run's start to its last run's end (a multirun stage's jobs and a multi-command stage's processes
 included), so the few seconds each process spends before it opens its run are not counted, and a
 stage DVC skipped has no run. It reads the store that `MLFLOW_TRACKING_URI` names, else mlruns.db.

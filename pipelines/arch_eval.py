@@ -7,9 +7,9 @@ python pipelines/arch_eval.py
 
 from lmforge.architecture.config import arch_config
 from lmforge.architecture.stage import run
+from lmforge.door import cli
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import train_config
 
 STAGE = Stage(

@@ -7,9 +7,9 @@ python pipelines/distill.py distill.layer_map=[0,3] distill.temperature=4 run_na
 
 from lmforge.distill.config import distill_config
 from lmforge.distill.stage import folders, run, will_resume
+from lmforge.door import cli
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import (
     objective_config,
     optim_config,

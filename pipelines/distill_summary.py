@@ -4,8 +4,8 @@ python pipelines/distill_summary.py
 """
 
 from lmforge.distill.summary import distill_summary_config, run
+from lmforge.door import cli
 from lmforge.stage import Stage, seed_value
-from lmforge.tracking import cli
 from lmforge.training.config import train_config
 
 STAGE = Stage(

@@ -5,10 +5,10 @@ Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents
 """
 
 from lmforge.data.config import data_config
+from lmforge.door import cli
 from lmforge.encoding.encode import run
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 
 STAGE = Stage(
     "encode", run, reads={"data": data_config, "tokenizer": tokenizer_config}, instance_key="tokenizer.name"

@@ -3,11 +3,11 @@
 python pipelines/evaluate.py model=gpt_tiny objective=clm tokenizer=bpe run_name=decoder
 """
 
+from lmforge.door import cli
 from lmforge.evaluation.config import eval_config
 from lmforge.evaluation.evaluate import run
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import objective_config, train_config
 
 STAGE = Stage(

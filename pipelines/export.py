@@ -5,11 +5,11 @@ python pipelines/export.py export.run=decoder tokenizer=bpe
 python pipelines/export.py export.run=encoder tokenizer=wordpiece export.out_dir=/tmp/hf
 """
 
+from lmforge.door import cli
 from lmforge.export.config import export_config
 from lmforge.export.stage import run
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 
 STAGE = Stage(
     "export",

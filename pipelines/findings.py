@@ -5,10 +5,10 @@ reports/findings.json, reports/findings/; logged to MLflow).
 python pipelines/findings.py
 """
 
+from lmforge.door import cli
 from lmforge.findings.config import findings_config
 from lmforge.findings.stage import run
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("findings", run, reads={"findings": findings_config})
 

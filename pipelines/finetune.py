@@ -12,11 +12,11 @@ python pipelines/finetune.py --multirun row=encoder-sentiment,encoder-topic fine
 python pipelines/finetune.py row=encoder-pos trainer=ddp_cpu                # 2 processes (gloo)
 """
 
+from lmforge.door import cli
 from lmforge.finetune.config import adapt_config, finetune_config
 from lmforge.finetune.stage import run, starts_from
 from lmforge.stage import Stage, run_name_value
 from lmforge.tasks.config import task_config
-from lmforge.tracking import cli
 from lmforge.training.config import trainer_config
 
 STAGE = Stage(

@@ -5,9 +5,9 @@ fine-tuned rows decided by a sequential design declared before its blocks of see
 python pipelines/finetune_sequential.py sequential=minilm_lora
 """
 
+from lmforge.door import cli
 from lmforge.finetune.sequential import run, sequential_config
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("finetune_sequential", run, reads={"sequential": sequential_config})
 

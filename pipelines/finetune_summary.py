@@ -3,9 +3,9 @@
 python pipelines/finetune_summary.py
 """
 
+from lmforge.door import cli
 from lmforge.finetune.summary import run, summary_config
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("finetune_summary", run, reads={"summary": summary_config})
 

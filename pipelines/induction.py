@@ -6,12 +6,12 @@ python pipelines/induction.py induction.repeat_share=0.2 induction.name=share20
 python pipelines/induction.py model=gpt_micro induction.name=decoder_share0   # the default decoder
 """
 
+from lmforge.door import cli
 from lmforge.induction.config import induction_config
 from lmforge.induction.stage import run
 from lmforge.model.config import model_config
 from lmforge.stage import Stage, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import (
     objective_config,
     optim_config,

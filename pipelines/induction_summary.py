@@ -5,10 +5,10 @@ induction.png).
 python pipelines/induction_summary.py
 """
 
+from lmforge.door import cli
 from lmforge.induction.config import induction_config
 from lmforge.induction.summary import summarise
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("induction_summary", summarise, reads={"induction": induction_config})
 

@@ -8,11 +8,11 @@ python pipelines/interpret.py interpret=encoder tokenizer=wordpiece   # the defa
 python pipelines/interpret.py interpret.trajectory=[step100,step1000]
 """
 
+from lmforge.door import cli
 from lmforge.interpret.config import interpret_config
 from lmforge.interpret.stage import run
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import train_config
 
 STAGE = Stage(

@@ -6,9 +6,9 @@ python pipelines/finetune.py --multirun sweep=learning_curve row=encoder-pos,scr
 python pipelines/learning_curves.py
 """
 
+from lmforge.door import cli
 from lmforge.finetune.curves import curves_config, run
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("learning_curves", run, reads={"curves": curves_config})
 

@@ -6,8 +6,8 @@ Writes data/prepared/ (each split in shards, and manifest.json), reports/data_ca
 
 from lmforge.data.config import data_config
 from lmforge.data.prepare import run
+from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("prepare", run, reads={"data": data_config})
 

@@ -4,10 +4,10 @@ python pipelines/pretrain.py model=llama_tiny objective=clm tokenizer=bpe
 python pipelines/pretrain.py --multirun model=gpt_tiny,llama_tiny,mistral_tiny tokenizer=bpe
 """
 
+from lmforge.door import cli
 from lmforge.model.config import model_config
 from lmforge.stage import Stage, run_name_value, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import (
     objective_config,
     optim_config,

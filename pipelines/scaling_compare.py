@@ -4,10 +4,10 @@ which differences the intervals support (reports/scaling/compare-<name>-vs-<agai
 python pipelines/scaling_compare.py scaling.name=default scaling.against=rope
 """
 
+from lmforge.door import cli
 from lmforge.scaling.compare import run
 from lmforge.scaling.config import scaling_config
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("scaling_compare", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
 

@@ -5,10 +5,10 @@ python pipelines/scaling_fit.py                      # reports/scaling/default/{
 python pipelines/scaling_fit.py scaling.fit.params=total scaling.fit.n_boot=1000
 """
 
+from lmforge.door import cli
 from lmforge.scaling.analysis import run
 from lmforge.scaling.config import scaling_config
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("scaling_fit", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
 

@@ -4,10 +4,10 @@ IsoFLOP curves with their minima, residuals (reports/scaling/<name>/figures/*.pn
 python pipelines/scaling_plots.py
 """
 
+from lmforge.door import cli
 from lmforge.scaling.config import scaling_config
 from lmforge.scaling.plots import run
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 
 STAGE = Stage("scaling_plots", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
 

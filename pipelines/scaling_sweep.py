@@ -5,12 +5,12 @@ python pipelines/scaling_sweep.py model.position=rope scaling.name=rope
 python pipelines/scaling_sweep.py --multirun hydra/launcher=submitit_local scaling.shards=2 scaling.shard=0,1
 """
 
+from lmforge.door import cli
 from lmforge.model.config import model_config
 from lmforge.scaling.config import scaling_config
 from lmforge.scaling.sweep import run, will_resume
 from lmforge.stage import Stage, seed_value
 from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tracking import cli
 from lmforge.training.config import objective_config, optim_config, trainer_config
 
 STAGE = Stage(

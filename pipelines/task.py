@@ -4,10 +4,10 @@ and write data/tasks/<name>/{train,val,test}.jsonl with a data card.
 python pipelines/task.py task=topic
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage
 from lmforge.tasks.build import run
 from lmforge.tasks.config import task_config
-from lmforge.tracking import cli
 
 STAGE = Stage("task", run, reads={"task": task_config}, instance_key="task.name")
 

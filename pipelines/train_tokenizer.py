@@ -5,10 +5,10 @@ Example: `python pipelines/train_tokenizer.py tokenizer=bpe tokenizer.vocab_size
 """
 
 from lmforge.data.config import data_config
+from lmforge.door import cli
 from lmforge.stage import Stage
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.train import run
-from lmforge.tracking import cli
 
 STAGE = Stage(
     "tokenizer",

@@ -4,8 +4,8 @@ python pipelines/translate_data.py
 python pipelines/translate_data.py pairs=local pairs.local.path=my_pairs.tsv
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 from lmforge.translate.config import pairs_config
 from lmforge.translate.pairs import run
 

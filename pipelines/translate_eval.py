@@ -3,8 +3,8 @@
 python pipelines/translate_eval.py translate.decode.beam_size=8 translate.decode.length_penalty=1.0
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage, run_name_value
-from lmforge.tracking import cli
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.evaluate import run
 

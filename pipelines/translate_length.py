@@ -7,8 +7,8 @@ python pipelines/translate_length.py translate_run=length
 or both: dvc repro pipelines/experiments/dvc.yaml:translate_length
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage, run_name_value
-from lmforge.tracking import cli
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.length import run
 

@@ -3,8 +3,8 @@
 python pipelines/translate_tokenizer.py translate.vocab_size=16000
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.vocab import run
 

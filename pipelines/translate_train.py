@@ -5,9 +5,9 @@ python pipelines/translate_train.py model.norm_placement=pre model.final_norm=tr
 python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'     # the warmup experiment
 """
 
+from lmforge.door import cli
 from lmforge.model.config import model_config
 from lmforge.stage import Stage, run_name_value, seed_value
-from lmforge.tracking import cli
 from lmforge.training.config import optim_config, trainer_config
 from lmforge.translate.config import pairs_config, translate_config
 from lmforge.translate.train import run

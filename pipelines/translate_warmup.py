@@ -8,8 +8,8 @@ python pipelines/translate_warmup.py
 or all three: dvc repro pipelines/experiments/dvc.yaml
 """
 
+from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tracking import cli
 from lmforge.translate.warmup import run, warmup_summary_config
 
 STAGE = Stage("translate_warmup", run, reads={"warmup_summary": warmup_summary_config})

@@ -72,9 +72,10 @@ PIPELINES = {
 }
 # generated file -> the repository root, relative to it (its stages' `wdir`: every stage runs there)
 ROOT_FROM = {target: Path(*[".."] * (len(Path(target).parts) - 1)).as_posix() for target in PIPELINES}
-# Modules that only observe a run (MLflow runs and their hierarchy, logged models, the registry,
-# serving): named once, here. They are no stage's deps, and the walk does not follow their imports.
-OBSERVABILITY = ("lmforge.serving",)
+# Modules that only observe a run (MLflow runs and their hierarchy, logged models and their serving
+# code, the registry, the sweep's cell runs): named once, here. They are no stage's deps, and the
+# walk does not follow their imports.
+OBSERVABILITY = ("lmforge.tracking", "lmforge.logged_model", "lmforge.serving")
 CODE = ("src", "conf", "pipelines")  # top folders of code and config; every other dep is data
 # `${a}`, `${a.b}`: a read of top-level key `a`; resolver calls such as `${oc.env:X}` hold a colon
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_]\w*)[^:{}]*\}")

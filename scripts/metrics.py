@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from lmforge.tracking import flatten  # nested keys joined with '.', as the MLflow params are
+from lmforge.stage import flatten  # nested keys joined with '.', as the MLflow params are
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKSPACE = "workspace"

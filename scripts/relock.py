@@ -11,7 +11,10 @@ default) whose code the lock records:
 1. at the base revision, `dvc status` finds none of the stage's code or config deps changed, its
    command included (so the base's files made its outputs);
 2. now, its command is the base's, and every file under each of its code and config deps existed at
-   the base inside one of the stage's deps there, with a content equal in form to today's.
+   the base inside one of the stage's deps there, with a content equal in form to today's; or,
+   where code moved between files (a module split, a definition given a new home, an import made
+   lazy), its entry points make one program at the base and now: every name they reach denotes a
+   definition of the same form in both, wherever it lives (scripts/same_program.py says how).
 
 Stages that pass have their code and config deps' hashes (and params values) written; data deps and
 outputs keep what the lock records. The others are listed with the first file that failed. A
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import shlex
 import subprocess
@@ -190,19 +194,19 @@ def prove(base: Path, now: Path) -> tuple[set[str], dict[str, str]]:
             refused[label] = f"its data deps changed ({sorted(data ^ old_data)})"
             continue
         covered = {f for d in old_deps for f in files_under(base, d)}
-        why, configs_same = None, True
+        why, configs_same, moved = None, True, []
         for name in (f for d in deps for f in files_under(now, d)):
-            config = name.startswith("conf/")
-            if name not in covered and not config:
-                why = f"{name} was not among its deps at the base"
-            elif name not in covered or not same_form(
-                name, (base / name).read_bytes(), (now / name).read_bytes()
-            ):
-                if not config:
-                    why = f"{name} changed"
+            if name in covered and same_form(name, (base / name).read_bytes(), (now / name).read_bytes()):
+                continue
+            if name.startswith("conf/"):
                 configs_same = False
-            if why:
+            elif name.endswith(".py"):  # code that changed file by file: one program, or not (below)
+                moved.append(name)
+            else:
+                why = f"{name} changed" if name in covered else f"{name} was not among its deps at the base"
                 break
+        if why is None and moved and (differs := _one_program(base, old_cmd, now, cmd)):
+            why = f"{moved[0]} changed ({differs})"
         if why is None and (cmd != old_cmd or not configs_same):
             why = same_plans(base, old_cmd, now, cmd)
         if why:
@@ -210,6 +214,27 @@ def prove(base: Path, now: Path) -> tuple[set[str], dict[str, str]]:
         else:
             proven.add(label)
     return proven, refused
+
+
+def _entries(cmd: str) -> list[str]:
+    """The entry points a stage's commands run (`pipelines/<x>.py`), in order."""
+    return [next(w for w in shlex.split(line) if w.endswith(".py")) for line in cmd.splitlines()]
+
+
+def _one_program(base: Path, old_cmd: str, now: Path, cmd: str) -> str | None:
+    """None when the stage's entry points make one program at the base and now, wherever their
+    definitions live (scripts/same_program.py); else why not."""
+    if _entries(old_cmd) != _entries(cmd):
+        return "its command runs other entry points"
+    return _same_program(base, now, tuple(_entries(cmd)))
+
+
+@functools.cache
+def _same_program(base: Path, now: Path, entries: tuple[str, ...]) -> str | None:
+    from scripts.dvc_yaml import OBSERVABILITY
+    from scripts.same_program import same_program
+
+    return same_program(base, now, list(entries), OBSERVABILITY)
 
 
 def same_plans(base: Path, old_cmd: str, now: Path, cmd: str) -> str | None:

@@ -189,7 +189,7 @@ def entry_stage(script: str):
 
 def fails_in_one_line(capsys, stage, cfg) -> str:
     """Run `stage` on `cfg` through `execute`: it must exit 2 with one `error: ` line on stderr."""
-    from lmforge.tracking import execute
+    from lmforge.door import execute
 
     with pytest.raises(SystemExit) as exit_info:
         execute(stage, cfg)

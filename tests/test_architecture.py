@@ -2,7 +2,7 @@
 
 The import graph is read statically (every `import` / `from ... import` in a module, those inside
 functions included) and folded onto units: a top-level subpackage (`lmforge/data/`) or a top-level
-module (`lmforge/tracking.py`). Its strongly connected components must all be single units.
+module (`lmforge/door.py`). Its strongly connected components must all be single units.
 """
 
 from __future__ import annotations

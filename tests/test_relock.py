@@ -35,7 +35,7 @@ def test_a_comment_is_recorded_and_a_code_change_is_not(tmp_path):
     config = repo / "src/lmforge/model/config.py"
     config.write_text(config.read_text() + "\n# a comment reruns nothing\n")
     evaluate = repo / "src/lmforge/evaluation/evaluate.py"
-    evaluate.write_text(evaluate.read_text() + "\nEDITED = True\n")
+    evaluate.write_text(evaluate.read_text() + '\nprint("edited")\n')
     stale = code_status(repo)
     assert "pretrain@decoder" in stale and "evaluate@decoder" in stale
 

@@ -104,7 +104,7 @@ def test_the_docs_table_puts_a_stage_s_instances_on_one_row(tool):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """A store as two `dvc repro` invocations leave it (lmforge/tracking.py's tags), times in ms;
+    """A store as two `dvc repro` invocations leave it (lmforge/tracking/runs.py's tags), times in ms;
     made once for the module (a new sqlite store migrates its tables for seconds)."""
     from mlflow.tracking import MlflowClient
 

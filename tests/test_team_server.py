@@ -20,8 +20,8 @@ from mlflow.server import get_app_client
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
+from lmforge.door import execute
 from lmforge.stage import Stage, StageResult
-from lmforge.tracking import execute
 
 ADMIN = ("admin", secrets.token_urlsafe(12))
 STARTUP_SECONDS = 180  # a guard against a server that never comes up (about 10 s idle, 40 s on a busy host)

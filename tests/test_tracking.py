@@ -12,11 +12,14 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from tokenizers import Tokenizer
 
+from lmforge.door import execute
+from lmforge.logged_model import log_text_model
 from lmforge.model.config import ModelConfig
 from lmforge.stage import Stage, StageResult, TrainedModel
 from lmforge.tokenizer.builders import build_bpe, build_wordpiece
 from lmforge.tokenizer.config import Kind, TokenizerConfig
-from lmforge.tracking import _register, artifact_folder, execute, inherited_tags, invocation, log_text_model
+from lmforge.tracking.registry import register
+from lmforge.tracking.runs import artifact_folder, inherited_tags, invocation
 from lmforge.training.module import PretrainModule
 
 TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30
@@ -116,7 +119,7 @@ def test_the_logged_decoder_is_registered_by_score_and_continues_text(tmp_path, 
         with mlflow.start_run(tags={"lmforge_job": "pretrain@decoder"}) as trained:
             mlflow.set_tag("lmforge_model_uri", log_text_model(model))
         with mlflow.start_run() as evaluation:
-            _register(
+            register(
                 store,
                 trained.info.run_id,
                 {"test_loss": loss},
@@ -177,7 +180,7 @@ def test_a_fine_tuned_row_is_registered_per_task_and_answers_raw_rows(tmp_path, 
     for row, score in (("encoder-pairs", 0.6), ("scratch-pairs", 0.5)):
         with mlflow.start_run(tags={"lmforge_job": f"finetune@{row}"}) as run:
             mlflow.set_tag("lmforge_model_uri", log_text_model(model))
-            _register(store, run.info.run_id, {"test/score": score}, ("test/score", "max"), "none",
+            register(store, run.info.run_id, {"test/score": score}, ("test/score", "max"), "none",
                       run.info.run_id, "finetune-pairs")  # fmt: skip
     champion = store.get_model_version_by_alias("lmforge-finetune-pairs", "champion")
     assert int(champion.version) == 1 and champion.tags["test/score"] == "0.6"

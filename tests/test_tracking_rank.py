@@ -1,4 +1,4 @@
-"""`tracking.is_rank_zero`: Lightning's rank once Lightning set it, else the launcher's environment,
+"""`door.is_rank_zero`: Lightning's rank once Lightning set it, else the launcher's environment,
 and a stage that does not train never imports Lightning to find out."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import pytest
 from lightning_utilities.core.rank_zero import rank_zero_only
 
-from lmforge.tracking import RANK_VARIABLES, is_rank_zero
+from lmforge.door import RANK_VARIABLES, is_rank_zero
 
 
 @pytest.fixture
@@ -46,6 +46,8 @@ def test_lightnings_rank_wins_once_set(no_rank):
 
 
 def test_asking_does_not_import_lightning():
-    code = "import sys; from lmforge.tracking import is_rank_zero; is_rank_zero(); print('lightning' in sys.modules)"
+    code = (
+        "import sys; from lmforge.door import is_rank_zero; is_rank_zero(); print('lightning' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]

@@ -1,6 +1,6 @@
 """A pipeline stage: its work function, the config it may read, and what its `run(cfg)` returns.
 
-Each `pipelines/<stage>.py` entry point hands a `Stage` to `lmforge.tracking.execute`. A stage sees
+Each `pipelines/<stage>.py` entry point hands a `Stage` to `lmforge.door.execute`. A stage sees
 only the config groups and top-level keys it declares in `reads`: each is validated once, when the
 stage starts (one line naming the bad key, exit 2), into its typed value (a dataclass per group), and
 the work function gets those values as a `Plan`, holding nothing else. Nothing below the stage door
@@ -71,6 +71,16 @@ class StageResult(NamedTuple):
     ] = {}  # values the run decided beyond its config (the model as built), logged as params
     model: TrainedModel | None = None  # a training stage's final model, logged as an MLflow model
     inputs: dict[str, DataInput] = {}  # dataset context (train, val, test) -> what it read
+
+
+def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists become strings (MLflow params are flat key/values)."""
+    if isinstance(values, dict):
+        out: dict[str, Any] = {}
+        for key, value in values.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): values if not isinstance(values, list) else str(values)}
 
 
 def seed_value(value: Any) -> int:

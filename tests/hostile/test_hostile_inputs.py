@@ -14,8 +14,8 @@ import pytest
 
 import pipelines
 from helpers import stage_config, write_corpus
+from lmforge.door import execute
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-from lmforge.tracking import execute
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["logger=none", "tokenizer=bpe", "tokenizer.vocab_size=400", "tokenizer.n_sentinels=4"]

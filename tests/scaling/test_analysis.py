@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from helpers import entry_stage, fails_in_one_line, scaling_config
+from lmforge.door import execute
 from lmforge.scaling import law
-from lmforge.tracking import execute
 
 TRUE = law.Law(E=1.8, A=60.0, B=400.0, alpha=0.35, beta=0.3)
 

@@ -11,7 +11,7 @@ import pytest
 
 import pipelines
 from helpers import stage_config
-from lmforge.tracking import execute
+from lmforge.door import execute
 
 ROOT = Path(__file__).resolve().parents[2]
 DECODER = ["model=gpt_tiny", "objective=clm", "tokenizer=bpe", "logger=none"]

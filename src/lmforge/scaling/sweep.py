@@ -3,7 +3,7 @@
 Each cell's result lives in the content-addressed store (`scaling.store`, see `lmforge.scaling.cell`),
 so a sweep killed at any point and started again trains only the unfinished cells (the one that was
 cut continues from its last checkpoint) and creates no second MLflow run for any cell
-(`lmforge.scaling.runs`). Everything is checked before the first cell trains: every shape builds,
+(`lmforge.tracking.cells`). Everything is checked before the first cell trains: every shape builds,
 and no cell's D exceeds the corpus's unique training tokens unless `scaling.allow_repetition`.
 
 Past one process the same cells are split into shards (`scaling.shards=N scaling.shard=0..N-1`,
@@ -129,7 +129,7 @@ def run(plan: Plan) -> StageResult:
     tracking = active_run()
     runs = None
     if tracking is not None:
-        from lmforge.scaling.runs import CellRuns
+        from lmforge.tracking.cells import CellRuns
 
         runs = CellRuns(*tracking)
     started = time.perf_counter()

@@ -6,15 +6,15 @@ shape, N total and non-embedding, D and FLOPs as params; the training curve (Lig
 the held-out loss, wall time and tokens/s as metrics. Before creating a child the sweep looks for
 one with the key: a finished child means the cell was logged already (by this sweep, an earlier one
 or another shard), an unfinished one left by a killed process is continued, and a cell whose result
-came from the store without a run gets one, tagged `lmforge_cell_source=store`.
+came from the store without a run gets one, tagged `lmforge_cell_source=store`. A cell is a
+`lmforge.scaling.grid.Cell`, not imported: the sweep imports this module, and packages import only
+downward.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
-
-from lmforge.scaling.grid import Cell
 
 CELL_TAG = "lmforge_cell"
 METRICS = ("val_loss", "val_accuracy", "wall_seconds", "tokens_per_second", "flops", "flops_6nd", "tokens")
@@ -30,7 +30,7 @@ class CellRuns:
         self.experiment_id = parent.info.experiment_id
         self.parent_tags = parent.data.tags  # commit, stage, overlay and data of the sweep, for each cell
 
-    def find(self, cell: Cell):
+    def find(self, cell: Any):
         runs = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.{CELL_TAG} = '{cell.key}'",
@@ -39,7 +39,7 @@ class CellRuns:
         )
         return runs[0] if runs else None
 
-    def open(self, cell: Cell, source: str) -> tuple[str, bool]:
+    def open(self, cell: Any, source: str) -> tuple[str, bool]:
         """(run id, finished already) of the cell's child run, created when there is none."""
         found = self.find(cell)
         if found is not None:
@@ -47,7 +47,7 @@ class CellRuns:
                 return found.info.run_id, True
             self.client.update_run(found.info.run_id, status="RUNNING")
             return found.info.run_id, False
-        from lmforge.tracking import inherited_tags
+        from lmforge.tracking.runs import inherited_tags
 
         tags = inherited_tags(self.parent_tags, f"{cell.name}-seed{cell.seed}")  # seed repeats share the name
         run = self.client.create_run(

@@ -1,10 +1,6 @@
-"""Run a stage under MLflow: a run per stage in a run per pipeline, true params, metrics, the model.
-
-Every DVC stage's entry point calls `execute(stage, cfg)`. It validates the config groups the stage
-declares, takes a lock so that two runs of the same stage instance never overlap, and on rank zero
-opens one MLflow run (experiment `logger.experiment`, store `logger.tracking_uri`, a local sqlite file
-by default). Other ranks of a multi-process run log nothing. A `LmforgeError` ends the process with
-one line on stderr, exit 2.
+"""A stage's MLflow run: one run per stage in one run per pipeline, true params, metrics, artifacts,
+inputs, system metrics; child runs for fine-tuning's seeds. The door (`lmforge.door`) calls
+`tracked` on rank zero when the logger is on.
 
 Hierarchy. The run is a child of one parent run per pipeline invocation: the `dvc repro` or `dvc exp
 run` that started it (found by its process; `LMFORGE_PIPELINE=<name>` names an invocation
@@ -20,13 +16,12 @@ Tags on every run: `git_commit` and `git_dirty`, `dvc_stage` (DVC's own name: `p
 Params are the stage's validated config, flattened once (`model.d_model`), with what the run decided
 itself replacing the configured value (the model's vocabulary size is the tokenizer's). Artifacts
 are the reports and figures, under fixed paths (`report/`, `plots/`) so runs compare; checkpoints
-and data are never uploaded: a training stage logs its final model once, as an MLflow pyfunc model
-(`lmforge.serving`) that predicts on raw text, and its datasets as run inputs (digest, source, rows).
-System metrics (CPU, memory) are sampled on every run. An evaluation with a `score` registers the
-evaluated model (`lmforge-<job>`) with the alias `candidate`, and `champion` when it beats the
-current champion's score. A run left RUNNING by a killed process is continued when the stage
-resumes, else marked KILLED; a run continued by a later invocation keeps the parent it started under
-and is tagged `lmforge_resumed_by` with the run of the invocation that continued it.
+and data are never uploaded: a training stage logs its final model once (`lmforge.tracking.models`)
+and its datasets as run inputs (digest, source, rows). System metrics (CPU, memory) are sampled on
+every run. An evaluation with a `score` registers the evaluated model (`lmforge.tracking.registry`).
+A run left RUNNING by a killed process is continued when the stage resumes, else marked KILLED; a
+run continued by a later invocation keeps the parent it started under and is tagged
+`lmforge_resumed_by` with the run of the invocation that continued it.
 """
 
 from __future__ import annotations
@@ -43,11 +38,11 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.errors import ConfigError, LmforgeError
+from lmforge.errors import LmforgeError
 from lmforge.io import exclusive, sha256_files
-from lmforge.stage import Plan, Stage, StageResult, TrainedModel
-
-LOCKS = Path(".lmforge/locks")  # one lock file per stage instance: two runs of one stage never overlap
+from lmforge.logged_model import log_text_model
+from lmforge.stage import Plan, Stage, flatten
+from lmforge.tracking.registry import register
 
 
 def active_run() -> tuple[str, str] | None:
@@ -58,16 +53,6 @@ def active_run() -> tuple[str, str] | None:
 
     run = mlflow.active_run()
     return (run.info.run_id, mlflow.get_tracking_uri()) if run else None
-
-
-def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
-    """{'a': {'b': 1}} -> {'a.b': 1}; lists become strings (MLflow params are flat key/values)."""
-    if isinstance(values, dict):
-        out: dict[str, Any] = {}
-        for key, value in values.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix.rstrip("."): values if not isinstance(values, list) else str(values)}
 
 
 def _git(*args: str) -> str | None:
@@ -98,101 +83,6 @@ def data_hash(prepared_dir: str | os.PathLike) -> str:
     """sha256 over the prepared splits (first 16 hex digits), or 'none' before `prepare` ran."""
     files = sorted(Path(prepared_dir).glob("*.jsonl"))
     return sha256_files(files)[:16] if files else "none"
-
-
-RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")  # Lightning's, in its order
-
-
-def is_rank_zero() -> bool:
-    """Lightning's rank when Lightning set it, else the launcher's (torchrun, SLURM) environment as
-    Lightning reads it. Stages that train import Lightning anyway; the others (data, tokenizers,
-    tasks, summaries) are spared its import, 6-7 s of every process on a 2-core CPU."""
-    from lightning_utilities.core.rank_zero import rank_zero_only
-
-    rank = getattr(rank_zero_only, "rank", None)
-    if rank is None:
-        rank = next((int(os.environ[k]) for k in RANK_VARIABLES if k in os.environ), 0)
-    return rank == 0
-
-
-def cli(stage: Stage, entry_file: str, config_name: str = "config") -> None:
-    """What `pipelines/<stage>.py` runs: Hydra composes `conf/<config_name>.yaml` with the command line
-    (`--multirun` too) and each job calls `execute`. Hydra's own refusals (an unknown preset, row or
-    key, a malformed override) end in one line and exit 2, like every other bad input."""
-    import hydra
-    from hydra.errors import HydraException, MissingConfigException
-    from omegaconf.errors import OmegaConfBaseException
-
-    conf = Path(entry_file).resolve().parents[1] / "conf"
-
-    @hydra.main(config_path=str(conf), config_name=config_name, version_base="1.3")
-    def main(cfg: DictConfig) -> None:
-        execute(stage, cfg)
-
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors instead of printing them on many lines
-    try:
-        main()
-    except MissingConfigException as err:  # "Could not find 'model/foo'" + the options, one per line
-        wanted = getattr(err, "missing_cfg_file", None) or str(err).splitlines()[0]
-        group, _, name = str(wanted).rpartition("/")
-        options = [line.strip() for line in str(err).split("Available options", 1)[-1].splitlines()[1:]]
-        options = [o for o in options if o and "=" not in o and not o.startswith("Config search path")]
-        listed = (
-            f", expected one of {', '.join(options)}" if options else f", expected a file in conf/{group}/"
-        )
-        print(f"error: config: {group}={name}: no such preset{listed}", file=sys.stderr)
-        sys.exit(2)
-    except (HydraException, OmegaConfBaseException) as err:
-        cause = err.__cause__
-        detail = str(cause).splitlines()[0] if cause else ""
-        override = getattr(err, "override", None)  # a malformed override names itself
-        text = " ".join(part for part in (str(err).splitlines()[0], detail) if part)
-        text = f"{override}: {text}" if override else text
-        print(f"error: config: {text}; expected keys and presets that exist under conf/", file=sys.stderr)
-        sys.exit(2)
-
-
-def refuse_unread_additions(stage: Stage) -> None:
-    """A `+key=value` on the command line adds a key; one that the stage never reads would be ignored
-    in silence (a typo of a real key, a group of another stage), so it is refused in one line."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return
-    for override in HydraConfig.get().overrides.task:
-        if not override.startswith("+"):
-            continue
-        key = override.lstrip("+").split("=", 1)[0]
-        if key.split(".", 1)[0] not in stage.reads:
-            raise ConfigError(
-                f"config: {override}: stage {stage.name} never reads '{key}'; expected one of its groups "
-                f"({', '.join(stage.reads)}), set without '+'"
-            )
-
-
-def execute(stage: Stage, cfg: DictConfig) -> StageResult:
-    """Run one stage; see the module docstring. Exits with status 2 on a LmforgeError."""
-    try:
-        return _execute(stage, cfg)
-    except LmforgeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
-    refuse_unread_additions(stage)
-    plan = stage.visible(cfg)  # validated at the door: a bad value fails before any work
-    label = stage.label(cfg)
-    logger = cfg.get("logger") or {}
-    if not is_rank_zero():
-        return _report(stage.work(plan))
-    with contextlib.ExitStack() as locks:  # a refused run has touched nothing, MLflow included
-        locks.enter_context(exclusive(LOCKS / f"{label}.lock", f"stage {label}"))
-        for folder in map(Path, stage.folders(plan)):
-            locks.enter_context(exclusive(folder.parent / f".{folder.name}.lock", f"output folder {folder}"))
-        if not logger.get("enabled", False):
-            return _report(stage.work(plan))
-        return _report(_tracked(stage, plan, cfg, label, str(logger.tracking_uri), str(logger.experiment)))
 
 
 class Invocation(NamedTuple):
@@ -304,7 +194,7 @@ def _ancestors(client, run_id: str) -> list[str]:
     return out
 
 
-def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, experiment: str):
+def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, experiment: str):
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -358,10 +248,10 @@ def _tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, ex
             if result.model is not None:
                 mlflow.set_tag("lmforge_model_uri", log_text_model(result.model))
             if stage.score is not None and evaluated not in (None, "none"):
-                _register(client, evaluated, result.metrics, stage.score, tags["experiment"], opened)
+                register(client, evaluated, result.metrics, stage.score, tags["experiment"], opened)
             elif stage.score is not None and stage.registers is not None and result.model is not None:
                 name = stage.registers(plan)  # a stage that scores its own model (fine-tuning's rows)
-                _register(client, opened, result.metrics, stage.score, tags["experiment"], opened, name)
+                register(client, opened, result.metrics, stage.score, tags["experiment"], opened, name)
         status = "FINISHED"
     except LmforgeError:
         if status_before == "FINISHED":  # a refused continuation changed nothing: the record stays finished
@@ -409,7 +299,11 @@ def _log_params(values: dict, decided: dict, resumed: bool) -> None:
 
 
 NOT_UPLOADED = {".ckpt", ".pt", ".bin", ".safetensors", ".npy", ".jsonl"}  # checkpoints and data
+
+
 PLOTS = {".png", ".svg", ".csv", ".html"}
+
+
 MAX_ARTIFACT_BYTES = 5_000_000
 
 
@@ -448,79 +342,6 @@ def _log_inputs(inputs: dict[str, Any]) -> None:
         digest = sha256_files(sorted(map(Path, data.files)))[:16]
         dataset = MetaDataset(source, name=f"{Path(data.source).name}/{context}", digest=digest)
         mlflow.log_input(dataset, context=context, tags={"rows": str(data.rows)})
-
-
-def log_text_model(model: TrainedModel) -> str:
-    """The final model as an MLflow pyfunc model (`lmforge.serving`) named `model`; returns its URI."""
-    import mlflow
-    import pandas as pd
-    import tokenizers
-    import torch
-    from mlflow.models import infer_signature
-
-    example = pd.DataFrame(
-        {k: [v] for k, v in (model.example or {"text": SERVING_EXAMPLES[model.family]}).items()}
-    )
-    info = mlflow.pyfunc.log_model(
-        name="model",
-        python_model=str(SERVING),  # the model's code, as a file: MLflow runs it when it loads the model
-        artifacts={"checkpoint": model.checkpoint, "tokenizer": model.tokenizer},
-        signature=infer_signature(example, ["a string per text"], params={"max_new_tokens": 20}),
-        input_example=example,  # MLflow predicts on it when it logs: a model that cannot load fails here
-        pip_requirements=[
-            f"torch=={torch.__version__}",
-            f"tokenizers=={tokenizers.__version__}",
-            f"mlflow=={mlflow.__version__}",
-            "lmforge",
-        ],
-    )
-    return info.model_uri
-
-
-SERVING = Path(__file__).with_name(
-    "serving.py"
-)  # not imported here: its imports are the model's, not the stage's
-SERVING_EXAMPLES = {
-    "decoder": "The jury said that the city",
-    "encoder": "The jury said that the [MASK] had no evidence.",
-    "encoder_decoder": "The jury said that <extra_id_0> had no evidence.",
-}
-
-
-def _register(
-    client,
-    trained: str,
-    metrics: dict,
-    score: tuple[str, str],
-    overlay: str,
-    evaluation: str,
-    name: str | None = None,
-) -> None:
-    """Register the trained run's model as `lmforge-[<overlay>-]<name>` (default name: the trained
-    run's job, `pretrain-decoder`): alias `candidate`, and `champion` when its score beats the current
-    champion's (`min`: lower is better)."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    tags = client.get_run(trained).data.tags
-    uri, (metric, direction) = tags.get("lmforge_model_uri"), score
-    if uri is None or metric not in metrics:
-        return
-    job = name or tags.get("lmforge_job", trained).replace("@", "-")
-    name = f"lmforge-{job}" if overlay in ("none", "default") else f"lmforge-{overlay}-{job}"
-    value = float(metrics[metric])
-    version = mlflow.register_model(
-        uri, name, tags={metric: str(value), "evaluation_run_id": evaluation}
-    ).version
-    client.set_registered_model_alias(name, "candidate", version)
-    try:
-        champion = client.get_model_version_by_alias(name, "champion")
-        best = float(champion.tags.get(metric, "nan"))
-    except MlflowException:
-        champion, best = None, float("nan")
-    better = value < best if direction == "min" else value > best
-    if champion is None or better or best != best:
-        client.set_registered_model_alias(name, "champion", version)
 
 
 def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str] | None:
@@ -600,9 +421,3 @@ def _store_lock(uri: str) -> Iterator[None]:
             yield
     else:
         yield
-
-
-def _report(result: StageResult) -> StageResult:
-    for name, value in sorted(result.metrics.items()):
-        print(f"{name}: {value:.6g}")
-    return result
