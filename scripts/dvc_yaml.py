@@ -23,6 +23,9 @@ stage gets one deps list for all its instances: a config file named by an instan
 what each instance reads under every experiment overlay, else the generator stops and says where.
 `params:` lists the group files among the deps, so `dvc params diff` shows each stage's knobs.
 
+Every output, metric and plot under reports/ is committed to git, not to DVC's cache: the generator
+writes its `cache: false`, and a template that says it refuses to load.
+
 `make repro` runs it first; tests/test_dvc_deps.py fails while a committed dvc.yaml differs from
 what it writes.
 
@@ -589,6 +592,7 @@ def render(templates: list[Template] | None = None) -> dict[str, str]:
                 raise SystemExit(f"error: {PIPELINES[t.target]}: {name}: wdir is generated")
             if (wdir := ROOT_FROM[t.target]) != ".":  # every stage runs at the repository root
                 body.insert(list(body).index("cmd"), "wdir", wdir)
+            uncached_reports(body, f"{PIPELINES[t.target]}: {name}")
             data_deps = list(body.get("deps", []))
             if bad := [d for d in data_deps if is_code(d)]:
                 raise SystemExit(f"error: {PIPELINES[t.target]}: {name}: deps {bad} are code or config")
@@ -602,6 +606,28 @@ def render(templates: list[Template] | None = None) -> dict[str, str]:
         _yaml().dump(data, buffer)
         out[t.target] = HEADER.format(template=PIPELINES[t.target]) + buffer.getvalue()
     return out
+
+
+REPORTS = "reports/"  # outputs committed to git: never in DVC's cache
+
+
+def uncached_reports(body: CommentedMap, where: str) -> None:
+    """Give each output, metric and plot under reports/ its `cache: false` (last among its options)."""
+    for kind in ("outs", "metrics", "plots"):
+        for i, entry in enumerate(body.get(kind) or []):
+            path, options = (entry, None) if isinstance(entry, str) else next(iter(entry.items()))
+            if not str(path).startswith(REPORTS):
+                continue
+            if options is not None and "cache" in options:
+                raise SystemExit(
+                    f"error: {where}: {kind} {path}: cache is generated (reports/ is never cached)"
+                )
+            options = options if options is not None else _flow(CommentedMap())
+            options["cache"] = False
+            entry = CommentedMap({path: options})
+            if comment := body[kind].ca.items.pop(i, None):  # a comment after the entry stays after it
+                entry.ca.items[path] = [None, None, comment[0], None]
+            body[kind][i] = entry
 
 
 def _flow(node: Any) -> Any:
