@@ -1,9 +1,8 @@
-"""The claims the findings report tests, as data: one row each, naming the reports it reads (and
-their keys), the reader that turns them into parts (measures.py), the rule that gives a part its
-verdict (rules.py: reproduced, refuted, not distinguishable, not identified), and the words of the
-report. One engine (`Claim.test`) turns a row into a finding: no decided part -> "not tested", else
-each part's verdict, and the claim's (the parts' one verdict, or "mixed"). A report that is missing
-or stale makes the claim "not tested" (evidence.py).
+"""The claims the findings report tests, as data: one `Claim` row each (findings/claim.py), naming
+the reports it reads (and their keys), the reader that turns them into parts (measures.py), the rule
+that gives a part its verdict (the small functions below, over rules.py's intervals), and the words
+of the report. One engine (`Claim.test`) turns a row into a finding. A report that is missing or
+stale makes the claim "not tested" (evidence.py).
 
 Every report path and key the findings read is in this table. The texts are format strings over the
 reader's words and the config (`{cfg.loss_margin}`).
@@ -11,63 +10,17 @@ reader's words and the config (`{cfg.loss_margin}`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 from lmforge.findings import measures
+from lmforge.findings.claim import Claim
 from lmforge.findings.config import FindingsConfig
-from lmforge.findings.evidence import Evidence
 from lmforge.findings.rules import (
-    MIXED,
     NOT_DISTINGUISHABLE,
     NOT_IDENTIFIED,
-    NOT_TESTED,
     REFUTED,
     REPRODUCED,
-    Finding,
     Part,
-    PartVerdict,
     combined,
 )
-
-Rule = Callable[[Part, FindingsConfig], str]  # a decided part -> its verdict
-
-
-@dataclass(frozen=True)
-class Claim:
-    key: str
-    title: str  # a few words, for the report's table
-    statement: str  # the claim in one sentence, with its source
-    experiment: str  # the stage(s), config and command that test it
-    sources: Mapping[str, str]  # name -> a report (or figure) path under reports/
-    read: measures.Reader  # the reports -> parts, numbers, figure
-    rule: Rule  # a decided part -> reproduced, refuted, not distinguishable or not identified
-    judged: str  # how the rule judges a part, in one sentence
-    untested: str  # why, when no part can be decided
-    needed: str = ""  # what would be needed, where a part is not reproduced
-    needed_untested: str = ""  # ... when it is not tested
-    keys: Mapping[str, Any] = field(default_factory=dict)  # report keys and words its reader reads
-    figure: str = ""  # the findings' own figure of it, under reports/findings/
-
-    def test(self, ev: Evidence, cfg: FindingsConfig, figures: Path) -> Finding:
-        measured = self.read(ev, self, cfg, figures)
-        parts = [
-            PartVerdict(p.name, self.rule(p, cfg) if p.informative else NOT_TESTED, p.note)
-            for p in measured.parts
-        ]
-        decided = {p.verdict for p in parts if p.verdict != NOT_TESTED}
-
-        def say(text: str) -> str:
-            return text.format(cfg=cfg, **measured.words)
-
-        found = (measured.numbers, measured.figure)
-        if not decided:
-            return Finding(NOT_TESTED, say(self.untested), *found, self.needed_untested or None, parts)
-        verdict = decided.pop() if len(decided) == 1 else MIXED
-        needed = self.needed if verdict != REPRODUCED else ""
-        return Finding(verdict, say(self.judged), *found, needed or None, parts)
 
 
 def _above(p: Part, cfg: FindingsConfig) -> str:

@@ -14,20 +14,15 @@ needs in the summaries' schema ({difference, low, high, seeds}):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lmforge.findings.claim import Claim
 from lmforge.findings.config import FindingsConfig
 from lmforge.findings.evidence import Evidence, MissingEvidence
 from lmforge.findings.figures import bars, forest
 from lmforge.findings.rules import Interval, Measured, Part, welch
 from lmforge.stats import paired
-
-if TYPE_CHECKING:
-    from lmforge.findings.claims import Claim
-
-Reader = Callable[[Evidence, "Claim", FindingsConfig, Path], Measured]
 
 
 def _selected(summary: dict, pattern: str) -> dict[str, tuple[re.Match, dict]]:
