@@ -17,7 +17,11 @@ default) whose code the lock records:
    definition of the same form in both, wherever it lives (scripts/same_program.py says how).
 
 Stages that pass have their code and config deps' hashes (and params values) written; data deps and
-outputs keep what the lock records. The others are listed with the first file that failed. A
+outputs keep what the lock records. Two outputs record a hash of code bytes rather than of what the
+code does: a pretraining run's `fingerprint.txt` (its resume stamp, over every file of the package)
+keeps the hash of the code that ran, which only makes `train.resume=auto` start afresh; the scaling
+sweep's cell keys (over `lmforge.scaling.grid.TRAINING_CODE`) are in its reports, so a stage that
+runs the sweep is never relocked across a byte change to those files. The others are listed with the first file that failed. A
 rewritten pipelines/experiments/dvc.lock is data of the root `findings` stage: rerun it after
 (`dvc repro -s findings`, seconds).
 
@@ -205,6 +209,10 @@ def prove(base: Path, now: Path) -> tuple[set[str], dict[str, str]]:
             else:
                 why = f"{name} changed" if name in covered else f"{name} was not among its deps at the base"
                 break
+        if why is None and (keyed := _rekeyed(base, now, deps)):
+            why = (
+                f"{keyed} changed, and its bytes key the scaling store, whose keys are in the sweep's reports"
+            )
         if why is None and moved and (differs := _one_program(base, old_cmd, now, cmd)):
             why = f"{moved[0]} changed ({differs})"
         if why is None and (cmd != old_cmd or not configs_same):
@@ -214,6 +222,26 @@ def prove(base: Path, now: Path) -> tuple[set[str], dict[str, str]]:
         else:
             proven.add(label)
     return proven, refused
+
+
+def _rekeyed(base: Path, now: Path, deps: list[str]) -> str | None:
+    """For a stage that runs the scaling sweep (its deps hold scaling/grid.py): the first file whose
+    bytes key the sweep's cells (`TRAINING_CODE`) and differ from the base's, a docstring edit
+    included; those keys are written into the sweep's reports, so only a rerun records them."""
+    from lmforge.scaling.grid import TRAINING_CODE
+
+    grid = "src/lmforge/scaling/grid.py"
+    if not any(grid == d or grid.startswith(f"{d}/") for d in deps):
+        return None
+    for entry in TRAINING_CODE:
+        for name in files_under(now, f"src/lmforge/{entry}") + files_under(base, f"src/lmforge/{entry}"):
+            if name.endswith(".py") and _bytes(base, name) != _bytes(now, name):
+                return name
+    return None
+
+
+def _bytes(root: Path, name: str) -> bytes | None:
+    return (root / name).read_bytes() if (root / name).is_file() else None
 
 
 def _entries(cmd: str) -> list[str]:

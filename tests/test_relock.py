@@ -44,3 +44,19 @@ def test_a_comment_is_recorded_and_a_code_change_is_not(tmp_path):
     assert "pretrain@decoder" in recorded and "evaluate@decoder" not in recorded
     assert "src/lmforge/evaluation/evaluate.py changed" in refused["evaluate@decoder"]
     assert set(code_status(repo)) == set(refused)  # what was not proven still needs its rerun
+
+
+def test_a_byte_change_to_the_code_that_keys_the_scaling_store_is_never_relocked_for_a_sweep(tmp_path):
+    """The sweep writes its cells' keys, a hash of these files' bytes, into its reports: even a
+    docstring edit there changes them, so a stage that runs the sweep needs its rerun."""
+    from scripts.relock import _rekeyed
+
+    for root in ("base", "now"):
+        (tmp_path / root / "src/lmforge/training").mkdir(parents=True)
+        (tmp_path / root / "src/lmforge/training/module.py").write_text('"""Doc."""\nX = 1\n')
+    (tmp_path / "now/src/lmforge/training/module.py").write_text('"""Reworded."""\nX = 1\n')
+    sweep, other = ["src/lmforge/scaling", "src/lmforge/training"], ["src/lmforge/training"]
+    changed = "src/lmforge/training/module.py"
+    assert _rekeyed(tmp_path / "base", tmp_path / "now", sweep) == changed
+    assert _rekeyed(tmp_path / "base", tmp_path / "now", other) is None  # a form-only edit stays provable
+    assert _rekeyed(tmp_path / "base", tmp_path / "base", sweep) is None
