@@ -4,6 +4,10 @@ predicting on raw text, promoted to `champion` only when its score beats the cha
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+
 import mlflow
 import pandas as pd
 import pytest
@@ -19,7 +23,7 @@ from lmforge.stage import Stage, StageResult, TrainedModel
 from lmforge.tokenizer.builders import build_bpe, build_wordpiece
 from lmforge.tokenizer.config import Kind, TokenizerConfig
 from lmforge.tracking.registry import register
-from lmforge.tracking.runs import artifact_folder, inherited_tags, invocation
+from lmforge.tracking.runs import artifact_folder, inherited_tags, invocation, this_process
 from lmforge.training.module import PretrainModule
 
 TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30
@@ -189,3 +193,66 @@ def test_a_fine_tuned_row_is_registered_per_task_and_answers_raw_rows(tmp_path, 
     out = loaded.predict(pd.DataFrame([example(Kind.pair_classification, row) for row in rows]))
     assert len(out) == len(rows) and set(out) <= {"other", "same"}
     assert loaded.metadata.get_input_schema().input_names() == ["text", "text_pair"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_server_stops_the_stage_at_the_start_in_one_line(tmp_path, monkeypatch, capsys):
+    """Issue 53 (b): no minutes of retries and tracebacks; one line naming the URI and the choices,
+    exit 2, before the stage has done or written anything."""
+    monkeypatch.chdir(tmp_path)
+    worked = []
+    stage = Stage("job", lambda plan: worked.append(1) or StageResult({}, []), reads={"seed": int})
+    uri = f"http://127.0.0.1:{free_port()}"
+    cfg = OmegaConf.create({"seed": 1, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "t"}})
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stopped:
+        execute(stage, cfg)
+    assert stopped.value.code == 2 and time.monotonic() - started < 15 and not worked
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and uri in err[0] and "logger=none" in err[0] and "MLFLOW_TRACKING_URI" in err[0]
+    assert not (tmp_path / "mlruns").exists()
+    mlflow.set_tracking_uri(None)
+
+
+def test_a_run_whose_process_is_gone_is_marked_killed_by_the_next_invocation(tmp_path, monkeypatch):
+    """Issue 53 (c): a `dvc repro` killed with its stage leaves both runs RUNNING; the next
+    invocation marks every RUNNING run of this host whose process is gone KILLED, and leaves a live
+    process's run and another host's run alone."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LMFORGE_PIPELINE", "after")
+    uri = f"sqlite:///{tmp_path}/mlruns.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("test")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = f"{gone.pid}-{int(time.time())}"
+    host = socket.gethostname()
+    tagged = {
+        "killed parent": {"lmforge_host": host, "lmforge_process": dead, "lmforge_invocation": f"dvc-{dead}"},
+        "killed stage": {"lmforge_host": host, "lmforge_process": dead},
+        "live": {"lmforge_host": host, "lmforge_process": this_process()},
+        "other host": {"lmforge_host": f"not-{host}", "lmforge_process": dead},
+        "no process": {},
+    }
+    ids = {
+        name: client.create_run(experiment, run_name=name, tags=tags).info.run_id
+        for name, tags in tagged.items()
+    }
+    stage = Stage("job", lambda plan: StageResult({"loss": 1.0}, []), reads={"seed": int})
+    cfg = OmegaConf.create(
+        {"seed": 1, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
+    )
+    execute(stage, cfg)
+    status = {name: client.get_run(run_id).info.status for name, run_id in ids.items()}
+    assert status == {"killed parent": "KILLED", "killed stage": "KILLED", "live": "RUNNING",
+                      "other host": "RUNNING", "no process": "RUNNING"}  # fmt: skip
+    ours = client.search_runs([experiment], filter_string="tags.lmforge_job = 'job'")
+    assert [r.info.status for r in ours] == ["FINISHED"] and ours[0].data.tags[
+        "lmforge_process"
+    ] == this_process()
+    mlflow.set_tracking_uri(None)

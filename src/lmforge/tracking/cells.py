@@ -46,6 +46,9 @@ class CellRuns:
             if found.info.status == "FINISHED":
                 return found.info.run_id, True
             self.client.update_run(found.info.run_id, status="RUNNING")
+            from lmforge.tracking.runs import this_process
+
+            self.client.set_tag(found.info.run_id, "lmforge_process", this_process())  # continued here
             return found.info.run_id, False
         from lmforge.tracking.runs import inherited_tags
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -38,7 +39,7 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.errors import LmforgeError
+from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
 from lmforge.logged_model import log_text_model
 from lmforge.stage import Plan, Stage, flatten
@@ -145,7 +146,65 @@ RUN_TAGS: dict[str, Callable[[DictConfig, str], str]] = {
     "experiment": lambda cfg, label: _overlay(),
     "data_hash": lambda cfg, label: data_hash(cfg.data.prepared_dir) if "data" in cfg else "none",
     "seed": lambda cfg, label: str(cfg.get("seed", "none")),
+    "lmforge_host": lambda cfg, label: socket.gethostname(),
+    "lmforge_process": lambda cfg, label: this_process(),
 }
+
+
+def this_process() -> str:
+    """This process as `<pid>-<start time, whole seconds>`: a pid alone is reused."""
+    import psutil
+
+    return f"{os.getpid()}-{int(psutil.Process().create_time())}"
+
+
+def alive(process: str) -> bool:
+    """Whether the process `<pid>-<start time>` (of this host) still runs."""
+    import psutil
+
+    pid, _, started = process.partition("-")
+    try:
+        return int(psutil.Process(int(pid)).create_time()) == int(started)
+    except (psutil.Error, ValueError, OSError):
+        return False
+
+
+def settle_orphans(client, experiment_id: str, keep: str | None = None) -> list[str]:
+    """Mark KILLED every RUNNING run of this host whose process is gone (a stage killed with its
+    `dvc repro`, the `dvc repro` run itself); runs of other hosts, runs that name no process and
+    `keep` (the run this stage continues) stay. Returns the runs marked."""
+    host, killed = socket.gethostname(), []
+    for run in client.search_runs(
+        [experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=5000
+    ):
+        tags = run.data.tags
+        process = tags.get("lmforge_process")
+        if run.info.run_id == keep or tags.get("lmforge_host") != host or not process or alive(process):
+            continue
+        client.set_terminated(run.info.run_id, status="KILLED")
+        killed.append(run.info.run_id)
+    return killed
+
+
+def probe(uri: str, timeout: float = 5.0) -> None:
+    """One line before anything is written when a tracking server does not answer (a refused
+    connection at once, a silent host within `timeout` seconds), instead of MLflow's minutes of
+    retries. Any HTTP answer counts, an authenticating server's 401 included."""
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        reason = getattr(err, "reason", None) or err
+        raise ConfigError(
+            f"logger.tracking_uri: {uri} does not answer ({reason}); expected a running MLflow server "
+            "there (fix MLFLOW_TRACKING_URI), or logger=none to run without tracking"
+        ) from None
 
 
 def run_tags(cfg: DictConfig, label: str) -> dict[str, str]:
@@ -158,13 +217,14 @@ def _parent(client, experiment_id: str, tags: dict[str, str]) -> str | None:
     found = invocation()
     if found is None:
         return None
-    common = {k: tags[k] for k in ("git_commit", "git_dirty", "experiment", "data_hash")}
+    common = {k: tags[k] for k in ("git_commit", "git_dirty", "experiment", "data_hash", "lmforge_host")}
+    kind, _, process = found.key.partition("-")  # dvc-<pid>-<start>, multirun-<pid>-<start>, env-<name>
     top = _find_or_create(
         client,
         experiment_id,
         {"lmforge_invocation": found.key, "lmforge_level": "pipeline"},
         found.name,
-        common,
+        {**common, "lmforge_process": process} if kind in ("dvc", "multirun") else common,
     )
     if not (_multirun() and "DVC_STAGE" in os.environ):
         return top
@@ -174,7 +234,7 @@ def _parent(client, experiment_id: str, tags: dict[str, str]) -> str | None:
         experiment_id,
         {"lmforge_invocation": found.key, "lmforge_level": "stage", "dvc_stage": stage},
         f"{stage} {time.strftime('%m-%d %H:%M:%S')}",
-        {**common, "mlflow.parentRunId": top},
+        {**common, "lmforge_process": tags["lmforge_process"], "mlflow.parentRunId": top},
     )
 
 
@@ -198,6 +258,7 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    probe(uri)
     mlflow.set_tracking_uri(uri)
     tags = run_tags(cfg, label)
     with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
@@ -218,6 +279,7 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
         tags.update(evaluates=str(evaluates), evaluates_run_id=evaluated)
     # before a run is opened: a refused resume (train.resume=true over another config) raises here
     run_id = _settle_unfinished_runs(label, resume=stage.resumes(plan))
+    settle_orphans(client, experiment_id, keep=run_id)  # no run stays RUNNING without its process
     if run_id is not None and parent is not None:
         started_under = client.get_run(run_id).data.tags.get("mlflow.parentRunId")
         if started_under not in (None, parent):  # a run continued by a later invocation stays where it
