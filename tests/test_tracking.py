@@ -4,9 +4,16 @@ predicting on raw text, promoted to `champion` only when its score beats the cha
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
+import zipfile
+from pathlib import Path
 
 import mlflow
 import pandas as pd
@@ -16,8 +23,9 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from tokenizers import Tokenizer
 
+import lmforge
 from lmforge.door import execute
-from lmforge.logged_model import log_text_model
+from lmforge.logged_model import code_archive, log_text_model, requirements
 from lmforge.model.config import ModelConfig
 from lmforge.stage import Stage, StageResult, TrainedModel
 from lmforge.tokenizer.builders import build_bpe, build_wordpiece
@@ -193,6 +201,10 @@ def test_a_fine_tuned_row_is_registered_per_task_and_answers_raw_rows(tmp_path, 
     out = loaded.predict(pd.DataFrame([example(Kind.pair_classification, row) for row in rows]))
     assert len(out) == len(rows) and set(out) <= {"other", "same"}
     assert loaded.metadata.get_input_schema().input_names() == ["text", "text_pair"]
+    described = store.get_model_version("lmforge-finetune-pairs", champion.version).description
+    assert "finetune@encoder-pairs" in described and "test/score = 0.6 (higher is better)" in described
+    assert 'load_model("models:/lmforge-finetune-pairs@champion")' in described
+    assert '{"text": ["..."], "text_pair": ["..."]}' in described and "is code" in described
 
 
 def free_port() -> int:
@@ -256,3 +268,96 @@ def test_a_run_whose_process_is_gone_is_marked_killed_by_the_next_invocation(tmp
         "lmforge_process"
     ] == this_process()
     mlflow.set_tracking_uri(None)
+
+
+def test_the_logged_model_pins_what_it_needs_and_loads_where_lmforge_is_not_installed(tmp_path, store):
+    """Issue 53 item 6: every requirement pinned, torch as the index names it, and lmforge shipped
+    with the model (a zip of its code) instead of an unpinned `lmforge` pip cannot find."""
+    pinned = requirements()
+    assert pinned and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][^+\s]*", r) for r in pinned), pinned
+    assert "torch==" + torch.__version__.split("+")[0] in pinned
+    assert not any(r.startswith("lmforge") for r in pinned)
+    assert code_archive() == code_archive()  # built once per content
+    assert "lmforge/serving.py" in zipfile.ZipFile(code_archive()).namelist()
+    tokenizer = tmp_path / "bpe.json"
+    build_bpe(TokenizerConfig(name="bpe", kind=Kind.bpe, vocab_size=300, n_sentinels=2), [TEXT]).save(
+        str(tokenizer)
+    )
+    vocab = Tokenizer.from_file(str(tokenizer)).get_vocab_size()
+    with mlflow.start_run():
+        uri = log_text_model(TrainedModel(checkpoint(tmp_path, "decoder", vocab), str(tokenizer), "decoder"))
+    src = str(Path(lmforge.__file__).parents[1])
+    code = (
+        "import importlib.util, sys\n"
+        f"sys.path = [p for p in sys.path if p != {src!r}]\n"  # the editable install's one entry
+        "assert importlib.util.find_spec('lmforge') is None\n"
+        "import mlflow, pandas as pd\n"
+        f"mlflow.set_tracking_uri({mlflow.get_tracking_uri()!r})\n"
+        f"out = mlflow.pyfunc.load_model({uri!r}).predict(pd.DataFrame({{'text': ['The jury said']}}), "
+        "params={'max_new_tokens': 2})\n"
+        "import lmforge\n"
+        "print(type(out[0]).__name__, lmforge.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    kind, where = done.stdout.split()[-2:]
+    assert kind == "str" and ".zip" in where and not where.startswith(src)
+
+
+@pytest.mark.slow
+def test_mlflow_models_serve_answers_a_request_for_the_registered_champion(tmp_path, store):
+    """Issue 53 (f): `mlflow models serve -m models:/<name>@champion` answers an HTTP request with a
+    label (in this environment: `--env-manager local`)."""
+    from finetune.test_predict import module_and_rows, saved
+
+    from helpers import tiny_wordpiece
+    from lmforge.finetune.predict import example
+    from lmforge.tasks.config import Kind as TaskKind
+
+    tokenizer = tmp_path / "tokenizer.json"
+    tiny_wordpiece().save(str(tokenizer))
+    module, rows, _ = module_and_rows("pair_classification", "encoder", "accuracy")
+    model = TrainedModel(
+        saved(tmp_path, module), str(tokenizer), "encoder", example(TaskKind.pair_classification, rows[0])
+    )
+    with mlflow.start_run(tags={"lmforge_job": "finetune@encoder-pairs"}) as run:
+        mlflow.set_tag("lmforge_model_uri", log_text_model(model))
+        register(store, run.info.run_id, {"test/score": 0.6}, ("test/score", "max"), "none", run.info.run_id,
+                 "finetune-pairs")  # fmt: skip
+    port = free_port()
+    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow.get_tracking_uri()}
+    command = ["mlflow", "models", "serve", "-m", "models:/lmforge-finetune-pairs@champion",
+               "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)]  # fmt: skip
+    server = subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2).close()
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "the model server did not start"
+                time.sleep(1)
+        pairs = [example(TaskKind.pair_classification, row) for row in rows[:3]]
+        body = {
+            "dataframe_split": {
+                "columns": ["text", "text_pair"],
+                "data": [[p["text"], p["text_pair"]] for p in pairs],
+            }
+        }
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/invocations",
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            predictions = json.loads(answer.read())["predictions"]
+        assert len(predictions) == 3 and set(predictions) <= {"other", "same"}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -18,6 +18,7 @@ What it does follows from the checkpoint: its task when it has one, else its tra
 from __future__ import annotations
 
 import re
+import sys
 
 import mlflow
 import torch
@@ -25,8 +26,16 @@ import torch
 MARKERS = re.compile(r"(\[MASK\]|<extra_id_\d+>)")  # encoded as text by our tokenizers: mapped to ids here
 
 
+def use_shipped_code(archive: str | None) -> None:
+    """Import lmforge from the model's own copy (artifact `lmforge`, a zip of the package that
+    logged it), unless this process has imported lmforge already (the process that logged it)."""
+    if archive and "lmforge" not in sys.modules and archive not in sys.path:
+        sys.path.insert(0, archive)
+
+
 class TextModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context):
+        use_shipped_code(context.artifacts.get("lmforge"))
         from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
         from lmforge.training.checkpoints import load_module, read_checkpoint
 
