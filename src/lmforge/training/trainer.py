@@ -20,7 +20,6 @@ import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from lmforge.errors import ConfigError
-from lmforge.training.callbacks import StepMetrics
 from lmforge.training.config import TrainerConfig
 
 CHECKED = ("accelerator", "devices", "num_nodes", "strategy", "precision")  # what Lightning may refuse
@@ -44,6 +43,8 @@ def build_trainer(
     settings.update(wiring)
     callbacks = list(callbacks or [])
     if mlflow_run is not None:
+        from lmforge.tracking.metrics import StepMetrics  # observability: imported only for a tracked run
+
         every = int(settings.get("log_every_n_steps") or 1)
         callbacks.append(StepMetrics(*mlflow_run, every=every, names=metric_names, lr=log_lr))
     try:
