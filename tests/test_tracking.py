@@ -30,8 +30,9 @@ from lmforge.model.config import ModelConfig
 from lmforge.stage import Stage, StageResult, TrainedModel
 from lmforge.tokenizer.builders import build_bpe, build_wordpiece
 from lmforge.tokenizer.config import Kind, TokenizerConfig
+from lmforge.tracking.record import artifact_folder
 from lmforge.tracking.registry import register
-from lmforge.tracking.runs import artifact_folder, inherited_tags, invocation, this_process
+from lmforge.tracking.runs import inherited_tags, invocation, this_process
 from lmforge.training.module import PretrainModule
 
 TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30

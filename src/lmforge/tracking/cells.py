@@ -39,8 +39,19 @@ class CellRuns:
         )
         return runs[0] if runs else None
 
-    def open(self, cell: Any, source: str) -> tuple[str, bool]:
-        """(run id, finished already) of the cell's child run, created when there is none."""
+    def open(self, cell: Any, source: str) -> tuple[str | None, bool]:
+        """(run id, finished already) of the cell's child run, created when there is none; (None,
+        False) when the server does not answer: the cell trains untracked."""
+        try:
+            return self._open(cell, source)
+        except Exception as err:
+            from lmforge.tracking.outbox import say
+
+            reason = " ".join(str(err).split())[:160]
+            say(f"{self.uri} did not open the run of cell {cell.name} ({reason}); it goes untracked")
+            return None, False
+
+    def _open(self, cell: Any, source: str) -> tuple[str, bool]:
         found = self.find(cell)
         if found is not None:
             if found.info.status == "FINISHED":
@@ -69,9 +80,16 @@ class CellRuns:
             self.client.log_param(run.info.run_id, key, value)
         return run.info.run_id, False
 
-    def finish(self, run_id: str, result: dict[str, Any]) -> None:
-        for name in METRICS:
-            value = result.get(name)
-            if isinstance(value, (int, float)) and math.isfinite(float(value)):
-                self.client.log_metric(run_id, f"cell/{name}", float(value))
-        self.client.set_terminated(run_id, status="FINISHED")
+    def finish(self, run_id: str | None, result: dict[str, Any]) -> None:
+        """The cell's metrics and its end, as a child run's (`close_child`: queued curves flushed,
+        the rest written to its journal when the server is away)."""
+        if run_id is None:
+            return
+        from lmforge.tracking.runs import close_child
+
+        metrics = {f"cell/{n}": float(result[n]) for n in METRICS if _finite(result.get(n))}
+        close_child((run_id, self.uri), metrics)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(float(value))

@@ -1,6 +1,7 @@
 """The training curves of a tracked run, sent to MLflow: `StepMetrics`, the Lightning callback that
 the one Trainer construction (`lmforge.training.trainer.build_trainer`) adds when a stage runs under
-an MLflow run. Observability: no stage depends on this module.
+an MLflow run. It queues each step's metrics in the run's outbox, which a background thread sends.
+Observability: no stage depends on this module.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import time
 
 import lightning as L
+
+from lmforge.tracking.outbox import outbox_for
 
 
 class StepMetrics(L.Callback):
@@ -19,25 +22,18 @@ class StepMetrics(L.Callback):
     def __init__(
         self, run_id: str, uri: str, every: int, names: dict[str, str | None] | None = None, lr: bool = False
     ) -> None:
-        from mlflow.tracking import MlflowClient
-
-        self.client, self.run_id = MlflowClient(tracking_uri=uri), run_id
+        self.run_id, self.uri = run_id, uri
         self.every, self.names, self.lr = every, dict(names or {}), lr
         self._last = -1
 
     def _log(self, trainer, prefix: str, extra: dict[str, float] | None = None) -> None:
-        from mlflow.entities import Metric
-
         if not trainer.is_global_zero:
             return
         values = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix)}
         values = {self.names.get(k, k): v for k, v in values.items() if self.names.get(k, k) is not None}
         values.update(extra or {})
-        now, step = int(time.time() * 1000), trainer.global_step
-        if values:
-            self.client.log_batch(
-                self.run_id, metrics=[Metric(k, v, now, step) for k, v in sorted(values.items())]
-            )
+        if values:  # queued: the step never waits on the network (lmforge.tracking.outbox)
+            outbox_for(self.run_id, self.uri).put(trainer.global_step, values, int(time.time() * 1000))
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
         step = trainer.global_step

@@ -31,19 +31,19 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
-from lmforge.logged_model import log_text_model
 from lmforge.stage import Plan, Stage, flatten
-from lmforge.tracking.registry import register
+from lmforge.tracking.outbox import append_journal, close_all, close_outbox, journal_path, say
+from lmforge.tracking.record import FLUSH_TIMEOUT_S, _log_params, backfill, mark_incomplete, send_or_journal
 
 
 def active_run() -> tuple[str, str] | None:
@@ -181,6 +181,8 @@ def settle_orphans(client, experiment_id: str, keep: str | None = None) -> list[
         process = tags.get("lmforge_process")
         if run.info.run_id == keep or tags.get("lmforge_host") != host or not process or alive(process):
             continue
+        if journal_path(run.info.run_id).is_file():  # its end waits in the journal: the backfill ends it
+            continue
         client.set_terminated(run.info.run_id, status="KILLED")
         killed.append(run.info.run_id)
     return killed
@@ -259,7 +261,10 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
     from mlflow.tracking import MlflowClient
 
     probe(uri)
+    for name, value in HTTP_DEFAULTS.items():  # a few quick retries: the outbox waits out an outage
+        os.environ.setdefault(name, value)
     mlflow.set_tracking_uri(uri)
+    backfill(uri)  # what earlier runs could not send, first
     tags = run_tags(cfg, label)
     with _store_lock(uri):  # the first use of a new sqlite store creates its tables: one process at a time
         client = MlflowClient()  # opens the store: inside the lock
@@ -287,13 +292,13 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
             tags["lmforge_resumed_by"] = parent
     status_before = mlflow.get_run(run_id).info.status if run_id else None
     name = None if run_id else f"{label} {time.strftime('%m-%d %H:%M:%S')}"
-    status, opened = "FAILED", run_id
+    status, opened, final = "FAILED", run_id, None
+    run = mlflow.start_run(run_id=run_id, run_name=name, tags=tags)
+    opened = run.info.run_id
+    ancestors = [parent, *_ancestors(client, parent)] if parent else []
+    flush = float((cfg.get("logger") or {}).get("flush_timeout_s", FLUSH_TIMEOUT_S))
     try:
-        with (
-            mlflow.start_run(run_id=run_id, run_name=name, tags=tags) as run,
-            _system_metrics(run.info.run_id),
-        ):
-            opened = run.info.run_id
+        with _system_metrics(opened, uri):
             if run_id is None:
                 mlflow.log_text(OmegaConf.to_yaml(OmegaConf.create(plan.values)), "report/config.yaml")
             try:
@@ -303,107 +308,87 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
                 with contextlib.suppress(Exception):
                     _log_params(plan.values, {}, resumed=run_id is not None)
                 raise
-            _log_params(plan.values, result.params, resumed=run_id is not None)
-            mlflow.log_metrics({k: float(v) for k, v in result.metrics.items()})
-            _log_artifacts(result.artifacts)
-            _log_inputs(result.inputs)
-            if result.model is not None:
-                mlflow.set_tag("lmforge_model_uri", log_text_model(result.model))
-            if stage.score is not None and evaluated not in (None, "none"):
-                register(client, evaluated, result.metrics, stage.score, tags["experiment"], opened)
-            elif stage.score is not None and stage.registers is not None and result.model is not None:
-                name = stage.registers(plan)  # a stage that scores its own model (fine-tuning's rows)
-                register(client, opened, result.metrics, stage.score, tags["experiment"], opened, name)
+        registration = None
+        if stage.score is not None and evaluated not in (None, "none"):
+            registration = [evaluated, result.metrics, list(stage.score), tags["experiment"], opened, None]
+        elif stage.score is not None and stage.registers is not None and result.model is not None:
+            # a stage that scores its own model (fine-tuning's rows)
+            registration = [
+                opened,
+                result.metrics,
+                list(stage.score),
+                tags["experiment"],
+                opened,
+                stage.registers(plan),
+            ]
         status = "FINISHED"
+        final = {
+            "kind": "final",
+            "params": {**flatten(plan.values), **flatten(result.params)},
+            "resumed": run_id is not None,
+            "metrics": {k: float(v) for k, v in result.metrics.items()},
+            "artifacts": [str(a) for a in result.artifacts],
+            "inputs": {k: [d.source, list(d.files), d.rows] for k, d in result.inputs.items()},
+            "model": list(result.model) if result.model is not None else None,
+            "register": registration,
+        }
     except LmforgeError:
         if status_before == "FINISHED":  # a refused continuation changed nothing: the record stays finished
-            client.set_terminated(run_id, status="FINISHED")
             status = "FINISHED"
         raise
     finally:  # the invocation doing the work ends with its latest stage (a continued run's included)
-        for ancestor in [parent, *_ancestors(client, parent)] if opened and parent else []:
-            if client.get_run(ancestor).info.status != "FAILED":  # the latest stage's end is the pipeline's
-                client.set_terminated(ancestor, status=status)
+        final = final or {"kind": "final"}
+        final.update(status=status, ancestors=[a for a in ancestors if a], metrics_missing=[])
+        final["metrics_missing"] = sorted({s for steps in close_all(flush).values() for s in steps})
+        send_or_journal(opened, uri, final, try_now=not final["metrics_missing"] and answers(uri))
     return result
 
 
+# MLflow's own retries of a request (7, with pauses doubling from 2 s: minutes per call while a
+# server is away) cut to 3 within 20 s each; a user's own settings of these variables win.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
 @contextlib.contextmanager
-def _system_metrics(run_id: str, interval: float = 5.0) -> Iterator[None]:
+def _system_metrics(run_id: str, uri: str, interval: float = 5.0) -> Iterator[None]:
     """MLflow's CPU, memory, disk and network samples every `interval` seconds while the stage works,
-    and one more when it ends, so that a run shorter than the interval has one too."""
+    and one more when it ends, so that a run shorter than the interval has one too. Samples are not
+    worth waiting for: the monitor gets `SYSTEM_METRICS_GRACE_S` to stop, and while the server is away
+    its last sample is dropped (its thread may be inside MLflow's retries then)."""
     import logging
 
     from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-    logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)  # no start/stop lines per stage
+    logging.getLogger("mlflow.system_metrics").setLevel(logging.ERROR)  # no start/stop/outage lines
     monitor = SystemMetricsMonitor(run_id, sampling_interval=interval, resume_logging=True)
     monitor.start()
     try:
         yield
     finally:
-        monitor.finish()
-        monitor.collect_metrics()
-        monitor.publish_metrics(monitor.aggregate_metrics())
-        monitor.mlflow_logger.flush()
+
+        def stop() -> None:
+            with contextlib.suppress(Exception):
+                monitor.finish()
+                if answers(uri):
+                    monitor.collect_metrics()
+                    monitor.publish_metrics(monitor.aggregate_metrics())
+                    monitor.mlflow_logger.flush()
+
+        stopping = threading.Thread(target=stop, name="lmforge-system-metrics", daemon=True)
+        stopping.start()
+        stopping.join(timeout=SYSTEM_METRICS_GRACE_S)
 
 
-def _log_params(values: dict, decided: dict, resumed: bool) -> None:
-    """The config as validated, with what the run decided in place of the configured value."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
+SYSTEM_METRICS_GRACE_S = 2.0  # how long a run waits for its system-metrics monitor to stop
 
-    params = {**flatten(values), **flatten(decided)}
+
+def answers(uri: str, timeout: float = 2.0) -> bool:
+    """Whether the tracking server answers now (a local store always does)."""
     try:
-        mlflow.log_params(params)
-    except MlflowException:
-        if not resumed:  # a resumed run logged them already, the same values
-            raise
-
-
-NOT_UPLOADED = {".ckpt", ".pt", ".bin", ".safetensors", ".npy", ".jsonl"}  # checkpoints and data
-
-
-PLOTS = {".png", ".svg", ".csv", ".html"}
-
-
-MAX_ARTIFACT_BYTES = 5_000_000
-
-
-def artifact_folder(path: Path) -> str | None:
-    """Where a stage output goes in the run: `plots/` (figures, curves) or `report/`; None for what is
-    never uploaded (checkpoints, data, anything over 5 MB)."""
-    if path.suffix in NOT_UPLOADED or path.stat().st_size > MAX_ARTIFACT_BYTES:
-        return None
-    return "plots" if path.suffix in PLOTS else "report"
-
-
-def _log_artifacts(paths: list[str]) -> None:
-    import mlflow
-
-    taken: set[str] = set()
-    for path in map(Path, paths):
-        if not path.is_file() or (folder := artifact_folder(path)) is None:
-            continue
-        name = path.name if path.name not in taken else f"{path.parent.name}_{path.name}"
-        taken.add(name)
-        mlflow.log_artifact(
-            str(path), artifact_path=folder if name == path.name else f"{folder}/{path.parent.name}"
-        )
-
-
-def _log_inputs(inputs: dict[str, Any]) -> None:
-    """Each dataset the run read: digest of its files, source path, rows, under its context."""
-    import mlflow
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-    from mlflow.data.meta_dataset import MetaDataset
-
-    for context, data in inputs.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            source = resolve_dataset_source(str(Path(data.source).resolve()))
-        digest = sha256_files(sorted(map(Path, data.files)))[:16]
-        dataset = MetaDataset(source, name=f"{Path(data.source).name}/{context}", digest=digest)
-        mlflow.log_input(dataset, context=context, tags={"rows": str(data.rows)})
+        probe(uri, timeout)
+    except ConfigError:
+        return False
+    return True
 
 
 def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str] | None:
@@ -415,13 +400,19 @@ def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str]
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=active[1])
-    parent = client.get_run(active[0])
-    inherited = inherited_tags(parent.data.tags, name)
-    run = client.create_run(
-        parent.info.experiment_id,
-        run_name=f"{inherited['lmforge_job']} {time.strftime('%m-%d %H:%M:%S')}",
-        tags={**inherited, **(tags or {}), "mlflow.parentRunId": active[0]},
-    )
+    try:
+        parent = client.get_run(active[0])
+        inherited = inherited_tags(parent.data.tags, name)
+        run = client.create_run(
+            parent.info.experiment_id,
+            run_name=f"{inherited['lmforge_job']} {time.strftime('%m-%d %H:%M:%S')}",
+            tags={**inherited, **(tags or {}), "mlflow.parentRunId": active[0]},
+        )
+    except Exception as err:  # the server is away: this child goes untracked, the work goes on
+        say(
+            f"{active[1]} did not open the run of {name} ({' '.join(str(err).split())[:160]}); it goes untracked"
+        )
+        return None
     return run.info.run_id, active[1]
 
 
@@ -432,14 +423,27 @@ def inherited_tags(parent: dict[str, str], name: str) -> dict[str, str]:
 
 
 def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status: str = "FINISHED") -> None:
+    """End a child run: its outbox flushed (`FLUSH_TIMEOUT_S`), its final metrics and status sent,
+    or written to its journal for the backfill when the server does not take them."""
     if child is None:
         return
+    from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=child[1])
-    for key, value in metrics.items():
-        client.log_metric(child[0], key, float(value))
-    client.set_terminated(child[0], status=status)
+    run_id, uri = child
+    final = {"kind": "final", "child": True, "metrics": {k: float(v) for k, v in metrics.items()}}
+    final.update(status=status, metrics_missing=close_outbox(run_id, FLUSH_TIMEOUT_S))
+    now = int(time.time() * 1000)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in final["metrics"].items()])
+        mark_incomplete(client, run_id, final["metrics_missing"])
+        client.set_terminated(run_id, status=status)
+    except Exception as err:  # the server is away: the child's end waits on disk
+        path = append_journal(run_id, uri, [final])
+        say(
+            f"{uri} did not take the end of run {run_id} ({' '.join(str(err).split())[:160]}); it waits in {path}"
+        )
 
 
 def _run_of_folder(folder: str) -> str:
