@@ -268,13 +268,17 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
     csv_steps = {int(r["step"]) for r in csv.DictReader(open(repo / "reports/pretrain/decoder/val_loss.csv"))}
     assert logged == csv_steps  # MLflow's steps are the CSV's: optimizer steps
 
-    # datasets and system metrics on every training run
+    # params, datasets and system metrics on every training run (issue 53: seeds and cells included)
+    curves = [c for c in runs.columns if c.startswith("metrics.train/")]
     training = runs[
         runs["tags.lmforge_job"].isin(["pretrain@decoder", "translate_train"])
         | runs["run_id"].isin(jobs["run_id"])
+        | runs[curves].notna().any(axis=1)
     ]
+    assert len(training) > len(jobs) + len(children)  # the seeds' and the cells' runs among them
     for run_id in training["run_id"]:
         run = client.get_run(run_id)
+        assert run.data.params, run.info.run_name
         assert {d.dataset.digest for d in run.inputs.dataset_inputs}, run.info.run_name
         assert any(k.startswith("system/") for k in run.data.metrics), run.info.run_name
 

@@ -362,3 +362,37 @@ def test_mlflow_models_serve_answers_a_request_for_the_registered_champion(tmp_p
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_child_run_that_trains_has_params_inputs_and_system_metrics_like_its_parent(tmp_path, monkeypatch):
+    """Issue 53 item 7: a fine-tuning seed's run (the one with the curves) is a training run like any
+    other: its stage's config and its seed as params, the stage's datasets, system metrics."""
+    from lmforge.stage import DataInput
+    from lmforge.tracking import close_child, open_child
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    monkeypatch.delenv("LMFORGE_PIPELINE", raising=False)
+    (tmp_path / "train.jsonl").write_text("{}\n")
+
+    def work(plan) -> StageResult:
+        for seed in (0, 1):
+            child = open_child(f"seed {seed}", {"seed": str(seed)})
+            MlflowClient(tracking_uri=child[1]).log_metric(child[0], "train/loss", 1.0, step=1)
+            close_child(child, {"test/score": 0.5})
+        data = DataInput(str(tmp_path / "train.jsonl"), (str(tmp_path / "train.jsonl"),), 1)
+        return StageResult({"test/score": 0.5}, [], inputs={"train": data})
+
+    uri = f"sqlite:///{tmp_path}/mlruns.db"
+    cfg = OmegaConf.create({"seed": 7, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "t"}})
+    execute(Stage("rows", work, reads={"seed": int}), cfg)
+    client = MlflowClient(tracking_uri=uri)
+    parent = client.search_runs(["1"], "tags.lmforge_job = 'rows'")[0]
+    children = client.search_runs(["1"], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert len(children) == 2
+    for child in children:
+        assert child.data.params["seed"] == child.data.tags["seed"]  # its own seed over the stage's 7
+        assert [d.dataset.name for d in child.inputs.dataset_inputs] == ["train.jsonl/train"]
+        assert any(k.startswith("system/") for k in child.data.metrics), child.data.metrics
+        assert child.info.status == "FINISHED" and child.data.metrics["test/score"] == 0.5
+    mlflow.set_tracking_uri(None)

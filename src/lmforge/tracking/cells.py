@@ -76,8 +76,13 @@ class CellRuns:
             },  # fmt: skip
         )
         params = {k: v for k, v in cell.describe().items() if k not in ("key",)}
-        for key, value in params.items():
-            self.client.log_param(run.info.run_id, key, value)
+        if source == "trained":  # a cell that trains: the sweep's config beside its own, system metrics
+            from lmforge.tracking.runs import STAGE_PARAMS, start_child
+
+            start_child(run.info.run_id, self.uri, {**STAGE_PARAMS, **params})
+        else:
+            for key, value in params.items():
+                self.client.log_param(run.info.run_id, key, value)
         return run.info.run_id, False
 
     def finish(self, run_id: str | None, result: dict[str, Any]) -> None:

@@ -166,18 +166,38 @@ def _log_artifacts(paths: list[str]) -> None:
 
 
 def _log_inputs(inputs: dict[str, Any]) -> None:
-    """Each dataset the run read: digest of its files, source path, rows, under its context."""
+    """Each dataset the run read: digest of its files, source path, rows, under its context; the
+    same on each of its child runs that trained (fine-tuning seeds, scaling cells), which read them."""
     import mlflow
+    from mlflow.tracking import MlflowClient
+
+    datasets = dataset_inputs(inputs)
+    if not datasets:
+        return
+    client, run = MlflowClient(), mlflow.active_run()
+    client.log_inputs(run.info.run_id, datasets=datasets)
+    query = f"tags.mlflow.parentRunId = '{run.info.run_id}'"
+    for child in client.search_runs([run.info.experiment_id], filter_string=query, max_results=5000):
+        if not child.inputs.dataset_inputs and any(k.startswith("train/") for k in child.data.metrics):
+            client.log_inputs(child.info.run_id, datasets=datasets)
+
+
+def dataset_inputs(inputs: dict[str, Any]) -> list:
+    """MLflow's dataset inputs for `inputs` (context -> DataInput)."""
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
 
+    out = []
     for context, data in inputs.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             source = resolve_dataset_source(str(Path(data.source).resolve()))
         digest = sha256_files(sorted(map(Path, data.files)))[:16]
         dataset = MetaDataset(source, name=f"{Path(data.source).name}/{context}", digest=digest)
-        mlflow.log_input(dataset, context=context, tags={"rows": str(data.rows)})
+        tags = [InputTag("mlflow.data.context", context), InputTag("rows", str(data.rows))]
+        out.append(DatasetInput(dataset=dataset._to_mlflow_entity(), tags=tags))
+    return out
 
 
 def backfill(uri: str, folder: Path = PENDING) -> tuple[int, int]:

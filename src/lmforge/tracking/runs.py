@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -301,6 +301,8 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
         with _system_metrics(opened, uri):
             if run_id is None:
                 mlflow.log_text(OmegaConf.to_yaml(OmegaConf.create(plan.values)), "report/config.yaml")
+            STAGE_PARAMS.clear()
+            STAGE_PARAMS.update(flatten(plan.values))  # what each child run it opens was configured with
             try:
                 result = stage.work(plan)
             except BaseException:
@@ -365,20 +367,28 @@ def _system_metrics(run_id: str, uri: str, interval: float = 5.0) -> Iterator[No
     try:
         yield
     finally:
-
-        def stop() -> None:
-            with contextlib.suppress(Exception):
-                monitor.finish()
-                if answers(uri):
-                    monitor.collect_metrics()
-                    monitor.publish_metrics(monitor.aggregate_metrics())
-                    monitor.mlflow_logger.flush()
-
-        stopping = threading.Thread(target=stop, name="lmforge-system-metrics", daemon=True)
-        stopping.start()
-        stopping.join(timeout=SYSTEM_METRICS_GRACE_S)
+        stop_monitor(monitor, uri)
 
 
+def stop_monitor(monitor: Any, uri: str) -> None:
+    """Stop a system-metrics monitor with its last sample, within `SYSTEM_METRICS_GRACE_S`; the
+    sample is dropped while the server is away."""
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            monitor.finish()
+            if answers(uri):
+                monitor.collect_metrics()
+                monitor.publish_metrics(monitor.aggregate_metrics())
+                monitor.mlflow_logger.flush()
+
+    stopping = threading.Thread(target=stop, name="lmforge-system-metrics", daemon=True)
+    stopping.start()
+    stopping.join(timeout=SYSTEM_METRICS_GRACE_S)
+
+
+STAGE_PARAMS: dict[str, Any] = {}  # the tracked stage's config, flattened: a child run's params
+CHILD_MONITORS: dict[str, Any] = {}  # child run id -> its system-metrics monitor
 SYSTEM_METRICS_GRACE_S = 2.0  # how long a run waits for its system-metrics monitor to stop
 
 
@@ -408,12 +418,28 @@ def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str]
             run_name=f"{inherited['lmforge_job']} {time.strftime('%m-%d %H:%M:%S')}",
             tags={**inherited, **(tags or {}), "mlflow.parentRunId": active[0]},
         )
+        start_child(run.info.run_id, active[1], {**STAGE_PARAMS, **(tags or {})})
     except Exception as err:  # the server is away: this child goes untracked, the work goes on
-        say(
-            f"{active[1]} did not open the run of {name} ({' '.join(str(err).split())[:160]}); it goes untracked"
-        )
+        reason = " ".join(str(err).split())[:160]
+        say(f"{active[1]} did not open the run of {name} ({reason}); it goes untracked")
         return None
     return run.info.run_id, active[1]
+
+
+def start_child(run_id: str, uri: str, params: dict[str, Any]) -> None:
+    """A child run that trains gets what every training run has: its params (its stage's config, with
+    what is its own, such as its seed) and system metrics, sampled until `close_child`."""
+    from mlflow.entities import Param
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+    from mlflow.tracking import MlflowClient
+
+    pairs = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+    client = MlflowClient(tracking_uri=uri)
+    for at in range(0, len(pairs), 100):  # MLflow takes at most 100 params a batch
+        client.log_batch(run_id, params=pairs[at : at + 100])
+    monitor = SystemMetricsMonitor(run_id, sampling_interval=5.0, resume_logging=True)
+    monitor.start()
+    CHILD_MONITORS[run_id] = monitor
 
 
 def inherited_tags(parent: dict[str, str], name: str) -> dict[str, str]:
@@ -431,6 +457,8 @@ def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status
     from mlflow.tracking import MlflowClient
 
     run_id, uri = child
+    if (monitor := CHILD_MONITORS.pop(run_id, None)) is not None:
+        stop_monitor(monitor, uri)
     final = {"kind": "final", "child": True, "metrics": {k: float(v) for k, v in metrics.items()}}
     final.update(status=status, metrics_missing=close_outbox(run_id, FLUSH_TIMEOUT_S))
     now = int(time.time() * 1000)
