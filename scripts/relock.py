@@ -46,6 +46,8 @@ from pathlib import Path
 
 import yaml
 
+from scripts.same_program import without_docstrings
+
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ("src", "conf", "pipelines")
 PIPELINES = ("dvc.yaml", "pipelines/experiments/dvc.yaml")
@@ -108,16 +110,6 @@ def _path(stage, dep, repo: Path) -> str:
 # -- equal in form ---------------------------------------------------------------------------------
 
 
-def _without_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                if isinstance(body[0].value.value, str):
-                    node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
 def same_form(name: str, before: bytes, after: bytes) -> bool:
     """Whether two versions of file `name` must behave the same: equal bytes; for .py, equal syntax
     trees once docstrings are dropped (comments and layout are not in the tree); for .yaml, equal
@@ -126,7 +118,7 @@ def same_form(name: str, before: bytes, after: bytes) -> bool:
         return True
     try:
         if name.endswith(".py"):
-            dump = [ast.dump(_without_docstrings(ast.parse(text))) for text in (before, after)]
+            dump = [ast.dump(without_docstrings(ast.parse(text))) for text in (before, after)]
             return dump[0] == dump[1]
         if name.endswith((".yaml", ".yml")):
             return yaml.safe_load(before) == yaml.safe_load(after)

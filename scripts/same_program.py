@@ -72,7 +72,8 @@ class Module:
         return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
 
 
-def _drop_docstrings(tree: ast.AST) -> ast.AST:
+def without_docstrings(tree: ast.AST) -> ast.AST:
+    """`tree` with the docstring of its module, classes and functions dropped (in place)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
@@ -143,7 +144,7 @@ class Version:
         return found
 
     def _parse(self, name: str, path: Path) -> Module:
-        tree = _drop_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+        tree = without_docstrings(ast.parse(path.read_text(encoding="utf-8")))
         module = Module(name, path, tree)
         for stmt in tree.body:
             if isinstance(stmt, ast.Import | ast.ImportFrom):

@@ -204,7 +204,42 @@ def test_smoke_pipeline_under_dvc(tmp_path):
     assert rerun == downstream | {"export@encoder", "finetune", "finetune_summary"} | distill | {"findings"}
 
     check_mlflow_store(repo, env, cells, stages=ALL_STAGES | rerun)
+    check_killed_repro_leaves_no_running_run(repo, env)
     check_tracking_changes_no_output(repo, env)
+
+
+def check_killed_repro_leaves_no_running_run(repo: Path, env: dict[str, str]) -> None:
+    """Issue 53 (c): `kill -9` of `dvc repro` in the middle of a stage, then `dvc repro`: the stage
+    reruns whole, and no MLflow run, the killed invocation's or its stage's, is left RUNNING."""
+    import signal
+    import time
+
+    import mlflow
+
+    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
+    stage = "finetune"  # minutes of rows, and its outputs are not persisted: the rerun starts it afresh
+    started = time.time() * 1000
+    command = [sys.executable, "-m", "dvc", "repro", "--force", "--single-item", stage]
+    killed = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + HANG_SECONDS
+    query = f"tags.dvc_stage = '{stage}' and attributes.status = 'RUNNING' and attributes.start_time > {started:.0f}"
+    while not len(mlflow.search_runs(experiment_names=["lmforge"], filter_string=query)):
+        assert killed.poll() is None and time.monotonic() < deadline, "the stage never started its run"
+        time.sleep(0.5)
+    time.sleep(3)  # into its training
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait(timeout=60)
+    assert stage in _ran(
+        _dvc(["repro", "--single-item", stage, "finetune_summary"], repo, env)
+    )  # again, whole
+    assert set(json.loads((repo / "reports" / "finetune" / "summary.json").read_text())["rows"]) == set(ROWS)
+    running = mlflow.search_runs(experiment_names=["lmforge"], filter_string="attributes.status = 'RUNNING'")
+    assert running.empty, running[["tags.mlflow.runName", "tags.lmforge_level"]].to_string()
+    left = mlflow.search_runs(
+        experiment_names=["lmforge"], filter_string=f"attributes.start_time > {started:.0f}"
+    )
+    assert {"KILLED", "FINISHED"} <= set(left["status"])  # the killed runs are marked, the rerun ended
 
 
 def stored_files(repo: Path) -> list[Path]:
