@@ -59,7 +59,7 @@ def append_journal(run_id: str, uri: str, records: list[dict[str, Any]], folder:
     """Append records to a run's journal, each line whole (written, flushed and fsynced at once)."""
     path = journal_path(run_id, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps({"uri": uri, "run_id": run_id, **r}) + "\n" for r in records)
+    text = "".join(json.dumps({"uri": uri, "run_id": run_id, **r}, default=str) + "\n" for r in records)
     with open(path, "a", encoding="utf-8") as f:
         f.write(text)
         f.flush()

@@ -14,7 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lmforge.io import sha256_files
+from lmforge.errors import DataError
+from lmforge.io import exclusive, sha256_files
 from lmforge.logged_model import log_text_model
 from lmforge.stage import DataInput, TrainedModel, flatten
 from lmforge.tracking.outbox import PENDING, append_journal, journal_path, say, step_ranges
@@ -204,40 +205,57 @@ def backfill(uri: str, folder: Path = PENDING) -> tuple[int, int]:
     """Send the journals of store `uri`, oldest first: each run's waiting metric batches, then its
     final record; a journal delivered whole is removed. Returns (runs completed, runs still waiting);
     a store that still does not answer is said once, in one line."""
-    from mlflow.entities import Metric
-    from mlflow.tracking import MlflowClient
 
     done = waiting = 0
-    for path in sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime):
-        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not records or records[0].get("uri") != uri:
-            continue
-        run_id = records[0]["run_id"]
-        try:
-            client = MlflowClient(tracking_uri=uri)
-            batches = [r for r in records if r["kind"] == "metrics"]
-            points = [Metric(k, v, ts, b["step"]) for b in batches for k, v, ts in b["metrics"]]
-            for at in range(0, len(points), 1000):  # MLflow takes at most 1,000 metrics a batch
-                client.log_batch(run_id, metrics=points[at : at + 1000])
-            for final in (r for r in records if r["kind"] == "final"):
-                final = {**final, "metrics_missing": []}
-                if final.get("child"):
-                    client.log_batch(
-                        run_id, metrics=[Metric(k, v, 0, 0) for k, v in final["metrics"].items()]
-                    )
-                    mark_incomplete(client, run_id, [])
-                    client.set_terminated(run_id, status=final["status"])
-                else:
-                    send_final(run_id, uri, final)
-            if not any(r["kind"] == "final" for r in records):
-                mark_incomplete(client, run_id, [])
-        except Exception as err:
+    for path in sorted(folder.glob("*.jsonl")):
+        with contextlib.ExitStack() as held:
+            try:  # one process sends a journal: another stage backfilling at once skips it
+                held.enter_context(exclusive(path.with_suffix(".lock"), f"journal {path}"))
+            except DataError:
+                continue
+            if not path.is_file():  # sent by the process that held it before us
+                continue
+            failed = _send_journal(path, uri)
+        if failed is None:
+            done += 1
+            path.with_suffix(".lock").unlink(missing_ok=True)
+        elif failed:
             waiting += 1
             if waiting == 1:
-                say(f"{uri}: the backfill of {path} waits ({' '.join(str(err).split())[:160]})")
-            continue
-        path.unlink()
-        done += 1
+                say(f"{uri}: the backfill of {path} waits ({failed})")
     if done:
         say(f"{uri}: backfilled {done} run(s) from {folder}")
     return done, waiting
+
+
+def _send_journal(path: Path, uri: str) -> str | None:
+    """Send one journal of store `uri` and remove it (None); else why not, in a few words ("" for a
+    journal of another store)."""
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not records or records[0].get("uri") != uri:
+        return ""
+    run_id = records[0]["run_id"]
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        batches = [r for r in records if r["kind"] == "metrics"]
+        points = [Metric(k, v, ts, b["step"]) for b in batches for k, v, ts in b["metrics"]]
+        for at in range(0, len(points), 1000):  # MLflow takes at most 1,000 metrics a batch
+            client.log_batch(run_id, metrics=points[at : at + 1000])
+        for final in (r for r in records if r["kind"] == "final"):
+            final = {**final, "metrics_missing": []}
+            if final.get("child"):
+                metrics = [Metric(k, v, 0, 0) for k, v in final["metrics"].items()]
+                client.log_batch(run_id, metrics=metrics)
+                mark_incomplete(client, run_id, [])
+                client.set_terminated(run_id, status=final["status"])
+            else:
+                send_final(run_id, uri, final)
+        if not any(r["kind"] == "final" for r in records):
+            mark_incomplete(client, run_id, [])
+    except Exception as err:
+        return " ".join(str(err).split())[:160] or type(err).__name__
+    path.unlink()
+    return None

@@ -310,14 +310,14 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
                 with contextlib.suppress(Exception):
                     _log_params(plan.values, {}, resumed=run_id is not None)
                 raise
-        registration = None
+        registration, scores = None, {k: float(v) for k, v in result.metrics.items()}
         if stage.score is not None and evaluated not in (None, "none"):
-            registration = [evaluated, result.metrics, list(stage.score), tags["experiment"], opened, None]
+            registration = [evaluated, scores, list(stage.score), tags["experiment"], opened, None]
         elif stage.score is not None and stage.registers is not None and result.model is not None:
             # a stage that scores its own model (fine-tuning's rows)
             registration = [
                 opened,
-                result.metrics,
+                scores,
                 list(stage.score),
                 tags["experiment"],
                 opened,
@@ -328,7 +328,7 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
             "kind": "final",
             "params": {**flatten(plan.values), **flatten(result.params)},
             "resumed": run_id is not None,
-            "metrics": {k: float(v) for k, v in result.metrics.items()},
+            "metrics": scores,
             "artifacts": [str(a) for a in result.artifacts],
             "inputs": {k: [d.source, list(d.files), d.rows] for k, d in result.inputs.items()},
             "model": list(result.model) if result.model is not None else None,
