@@ -314,8 +314,7 @@ def check_mlflow_store(repo: Path, env: dict[str, str], cells: list, stages: set
     for run_id in training["run_id"]:
         run = client.get_run(run_id)
         assert run.data.params, run.info.run_name
-        if "lmforge_cell" not in run.data.tags:  # a cell's inputs wait for the sweep to report its own
-            assert {d.dataset.digest for d in run.inputs.dataset_inputs}, run.info.run_name
+        assert {d.dataset.digest for d in run.inputs.dataset_inputs}, run.info.run_name
         assert any(k.startswith("system/") for k in run.data.metrics), run.info.run_name
 
     # a registered model with aliases, loadable by name@alias, predicting on raw text

@@ -40,7 +40,7 @@ from lmforge.structured import plain
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.objectives import OBJECTIVES
-from lmforge.training.pretrain import tokenizer_paths
+from lmforge.training.pretrain import encoded_inputs, tokenizer_paths
 
 COLUMNS = (
     "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",
@@ -170,8 +170,9 @@ def run(plan: Plan) -> StageResult:
         "sweep_seconds": time.perf_counter() - started,
         "cell_train_seconds": sum(r["wall_seconds"] for r in results),
     }
+    inputs = encoded_inputs(sweep.setting.encoded_dir)  # what every cell trains on: MLflow run inputs
     if scaling.shards > 1:  # a shard fills the store; the full job writes the table
-        return StageResult(metrics, [])
+        return StageResult(metrics, [], inputs=inputs)
     baseline = unigram_baseline(sweep.setting)
     results = [flag_plateau(r, baseline, scaling.plateau_margin) for r in results]
     metrics["cells_on_plateau"] = sum(r["plateau"] for r in results)
@@ -181,7 +182,7 @@ def run(plan: Plan) -> StageResult:
         reports / "cells.json",
         {"cells": results, "baseline": baseline, "plateau_margin": scaling.plateau_margin},
     )
-    return StageResult(metrics, [str(reports / "cells.csv")])
+    return StageResult(metrics, [str(reports / "cells.csv")], inputs=inputs)
 
 
 def unigram_baseline(setting: cells_mod.Setting) -> dict[str, float]:
