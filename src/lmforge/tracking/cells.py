@@ -45,10 +45,9 @@ class CellRuns:
         try:
             return self._open(cell, source)
         except Exception as err:
-            from lmforge.tracking.outbox import say
+            from lmforge.tracking.outbox import brief, say
 
-            reason = " ".join(str(err).split())[:160]
-            say(f"{self.uri} did not open the run of cell {cell.name} ({reason}); it goes untracked")
+            say(f"{self.uri} did not open the run of cell {cell.name} ({brief(err)}); it goes untracked")
             return None, False
 
     def _open(self, cell: Any, source: str) -> tuple[str, bool]:

@@ -40,6 +40,11 @@ def say(text: str) -> None:
     print(f"tracking: {text}", file=sys.stderr, flush=True)
 
 
+def brief(err: BaseException) -> str:
+    """An error in one short line, for the one-line messages of an outage."""
+    return " ".join(str(err).split())[:160] or type(err).__name__
+
+
 def step_ranges(steps: list[int]) -> str:
     """[1, 2, 3, 7, 9, 10] -> '1-3, 7, 9-10'."""
     spans: list[list[int]] = []
@@ -159,7 +164,7 @@ class Outbox:
                     waiting = len(self._queue)
                     if self._down_since is None:
                         self._down_since = time.monotonic()
-                        reason = " ".join(str(err).split())[:160]
+                        reason = brief(err)
                         say(
                             f"{self.uri} stopped answering at step {batch[0]} ({reason}); training goes on, "
                             f"its metrics wait ({waiting} queued, the oldest spill to "

@@ -18,7 +18,7 @@ from lmforge.errors import DataError
 from lmforge.io import exclusive, sha256_files
 from lmforge.logged_model import log_text_model
 from lmforge.stage import DataInput, TrainedModel, flatten
-from lmforge.tracking.outbox import PENDING, append_journal, journal_path, say, step_ranges
+from lmforge.tracking.outbox import PENDING, append_journal, brief, journal_path, say, step_ranges
 from lmforge.tracking.registry import register
 
 FLUSH_TIMEOUT_S = 30.0  # `logger.flush_timeout_s` when the logger group does not set it
@@ -45,7 +45,7 @@ def send_or_journal(run_id: str, uri: str, final: dict[str, Any], try_now: bool 
             else ""
         )
         say(
-            f"{uri} did not take the end of run {run_id} ({' '.join(str(err).split())[:160]}); it waits in "
+            f"{uri} did not take the end of run {run_id} ({brief(err)}); it waits in "
             f"{path}{missing}: the next tracked stage, or `python -m lmforge.tracking.backfill`, sends it"
         )
         with contextlib.suppress(Exception):
@@ -85,6 +85,16 @@ def send_final(run_id: str, uri: str, final: dict[str, Any], active: bool = Fals
     for ancestor in final.get("ancestors", []):
         if client.get_run(ancestor).info.status != "FAILED":  # the latest stage's end is the pipeline's
             client.set_terminated(ancestor, status=final["status"])
+
+
+def send_child_end(client, run_id: str, final: dict[str, Any], timestamp_ms: int) -> None:
+    """A child run's end (a fine-tuning seed, a scaling cell): its final metrics, the steps it still
+    lacks, its status."""
+    from mlflow.entities import Metric
+
+    client.log_batch(run_id, metrics=[Metric(k, v, timestamp_ms, 0) for k, v in final["metrics"].items()])
+    mark_incomplete(client, run_id, final["metrics_missing"])
+    client.set_terminated(run_id, status=final["status"])
 
 
 def mark_incomplete(client, run_id: str, missing: list[int]) -> None:
@@ -247,15 +257,12 @@ def _send_journal(path: Path, uri: str) -> str | None:
         for final in (r for r in records if r["kind"] == "final"):
             final = {**final, "metrics_missing": []}
             if final.get("child"):
-                metrics = [Metric(k, v, 0, 0) for k, v in final["metrics"].items()]
-                client.log_batch(run_id, metrics=metrics)
-                mark_incomplete(client, run_id, [])
-                client.set_terminated(run_id, status=final["status"])
+                send_child_end(client, run_id, final, timestamp_ms=0)
             else:
                 send_final(run_id, uri, final)
         if not any(r["kind"] == "final" for r in records):
             mark_incomplete(client, run_id, [])
     except Exception as err:
-        return " ".join(str(err).split())[:160] or type(err).__name__
+        return brief(err)
     path.unlink()
     return None

@@ -42,8 +42,8 @@ from omegaconf import DictConfig, OmegaConf
 from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
 from lmforge.stage import Plan, Stage, flatten
-from lmforge.tracking.outbox import append_journal, close_all, close_outbox, journal_path, say
-from lmforge.tracking.record import FLUSH_TIMEOUT_S, _log_params, backfill, mark_incomplete, send_or_journal
+from lmforge.tracking.outbox import append_journal, brief, close_all, close_outbox, journal_path, say
+from lmforge.tracking.record import FLUSH_TIMEOUT_S, _log_params, backfill, send_child_end, send_or_journal
 
 
 def active_run() -> tuple[str, str] | None:
@@ -292,7 +292,7 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
             tags["lmforge_resumed_by"] = parent
     status_before = mlflow.get_run(run_id).info.status if run_id else None
     name = None if run_id else f"{label} {time.strftime('%m-%d %H:%M:%S')}"
-    status, opened, final = "FAILED", run_id, None
+    status, final = "FAILED", None
     run = mlflow.start_run(run_id=run_id, run_name=name, tags=tags)
     opened = run.info.run_id
     ancestors = [parent, *_ancestors(client, parent)] if parent else []
@@ -340,8 +340,8 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
         raise
     finally:  # the invocation doing the work ends with its latest stage (a continued run's included)
         final = final or {"kind": "final"}
-        final.update(status=status, ancestors=[a for a in ancestors if a], metrics_missing=[])
-        final["metrics_missing"] = sorted({s for steps in close_all(flush).values() for s in steps})
+        missing = sorted({s for steps in close_all(flush).values() for s in steps})
+        final.update(status=status, ancestors=[a for a in ancestors if a], metrics_missing=missing)
         send_or_journal(opened, uri, final, try_now=not final["metrics_missing"] and answers(uri))
     return result
 
@@ -420,8 +420,7 @@ def open_child(name: str, tags: dict[str, str] | None = None) -> tuple[str, str]
         )
         start_child(run.info.run_id, active[1], {**STAGE_PARAMS, **(tags or {})})
     except Exception as err:  # the server is away: this child goes untracked, the work goes on
-        reason = " ".join(str(err).split())[:160]
-        say(f"{active[1]} did not open the run of {name} ({reason}); it goes untracked")
+        say(f"{active[1]} did not open the run of {name} ({brief(err)}); it goes untracked")
         return None
     return run.info.run_id, active[1]
 
@@ -453,7 +452,6 @@ def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status
     or written to its journal for the backfill when the server does not take them."""
     if child is None:
         return
-    from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
     run_id, uri = child
@@ -461,17 +459,11 @@ def close_child(child: tuple[str, str] | None, metrics: dict[str, float], status
         stop_monitor(monitor, uri)
     final = {"kind": "final", "child": True, "metrics": {k: float(v) for k, v in metrics.items()}}
     final.update(status=status, metrics_missing=close_outbox(run_id, FLUSH_TIMEOUT_S))
-    now = int(time.time() * 1000)
     try:
-        client = MlflowClient(tracking_uri=uri)
-        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in final["metrics"].items()])
-        mark_incomplete(client, run_id, final["metrics_missing"])
-        client.set_terminated(run_id, status=status)
+        send_child_end(MlflowClient(tracking_uri=uri), run_id, final, int(time.time() * 1000))
     except Exception as err:  # the server is away: the child's end waits on disk
         path = append_journal(run_id, uri, [final])
-        say(
-            f"{uri} did not take the end of run {run_id} ({' '.join(str(err).split())[:160]}); it waits in {path}"
-        )
+        say(f"{uri} did not take the end of run {run_id} ({brief(err)}); it waits in {path}")
 
 
 def _run_of_folder(folder: str) -> str:
