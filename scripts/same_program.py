@@ -7,7 +7,8 @@ resolved, in its own version, to what it denotes: a definition (function, class 
 assignment) of a module under src/ or pipelines/, a module, or a name outside the repository
 (`torch.nn.Linear`). Two versions are one program when, from the entry points' definitions and
 their modules' import-time statements on, every definition has the same form in both (its syntax
-tree without docstrings, each name it reads replaced by what it denotes), and what the names denote
+tree without docstrings, each name it reads replaced by what it denotes, and the name it defines
+left out: a function's, a class's, or the one name of a module-level assignment), and what the names denote
 is, pairwise, the same program again (pairs already assumed equal are not revisited, so recursion
 terminates). Where a definition lives, what it is called, whether its import is at the top of a
 module or inside a function, and a function's annotations in a module that never evaluates them
@@ -333,6 +334,10 @@ def form(version: Version, module: Module, node: ast.stmt) -> Form:
     tree = copy.deepcopy(node)  # a copy: the module keeps its own tree
     if isinstance(tree, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         tree.name = ""  # what it is called is not what it does
+    elif isinstance(tree, ast.Assign) and len(tree.targets) == 1 and isinstance(tree.targets[0], ast.Name):
+        tree.targets[0].id = ""  # one name bound to one value: the same, as for a function's name
+    elif isinstance(tree, ast.AnnAssign) and isinstance(tree.target, ast.Name):
+        tree.target.id = ""
     if module.lazy_annotations:  # never evaluated: a function's annotations are text nothing reads
         for inner in ast.walk(tree):
             if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -152,3 +152,17 @@ def test_a_dataclass_field_annotation_is_part_of_the_form(tmp_path):
     }
     base, now = tree(tmp_path / "base", base_files), tree(tmp_path / "now", now_files)
     assert same_program(base, now, [ENTRY], ()) == "lmforge.work.Config differs from lmforge.work.Config"
+
+
+def test_a_constant_moved_under_another_name_is_the_same_program_but_not_one_unpacked_otherwise(tmp_path):
+    renamed = BASE["src/lmforge/work.py"].replace("SCALE = 2", "from lmforge.consts import FACTOR as SCALE")
+    assert (
+        verdict(tmp_path / "a", {"src/lmforge/work.py": renamed, "src/lmforge/consts.py": "FACTOR = 2\n"})
+        is None
+    )
+    unpacked = BASE["src/lmforge/work.py"].replace("SCALE = 2", "SCALE, OTHER = 2, 3")
+    swapped = BASE["src/lmforge/work.py"].replace("SCALE = 2", "OTHER, SCALE = 2, 3")
+    base = {**BASE, "src/lmforge/work.py": unpacked}
+    why = same_program(tree(tmp_path / "b", base), tree(tmp_path / "c", {**BASE, "src/lmforge/work.py": swapped}),
+                       [ENTRY], ())  # fmt: skip
+    assert why == "lmforge.work.SCALE differs from lmforge.work.SCALE"

@@ -16,9 +16,10 @@ import transformers
 from tokenizers import Tokenizer
 
 from lmforge.errors import DataError
-from lmforge.export.hf import export_pretrained, exporter_for, interleave_rotary
+from lmforge.export.hf import export_pretrained, exporter_for
 from lmforge.hf import load_pretrained
 from lmforge.hf.architectures import ARCHITECTURES
+from lmforge.hf.rotary import interleave_rotary
 from lmforge.model import build_model
 from lmforge.model.config import ModelConfig
 from lmforge.model.generation import generate

@@ -1,10 +1,28 @@
-"""BERT-style folders (BertModel, BertForMaskedLM, BertForPreTraining; MiniLM) in ModelConfig terms."""
+"""BERT-style folders (BertModel, BertForMaskedLM, BertForPreTraining; MiniLM) in ModelConfig terms,
+both ways: `bert_config` and `BERT_RULES` read a folder; `bert_mismatches`, `bert_hf_config` and
+`bert_tensors` write one, for BERT and for RoFormer (BERT with rotary positions, whose pair order and
+fixed table `lmforge.hf.rotary` holds)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lmforge.hf.common import Rules, activation, refuse
+import torch
+
+from lmforge.hf.common import (
+    HF_ACTIVATIONS,
+    Rules,
+    State,
+    activation,
+    inexpressible,
+    needs,
+    one_kv_head_per_query,
+    refuse,
+)
+from lmforge.hf.rotary import interleave_rotary, roformer_table
+
+if TYPE_CHECKING:
+    from lmforge.model.config import ModelConfig
 
 
 def bert_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
@@ -57,3 +75,94 @@ BERT_RULES: Rules = [
     (r"cls\.predictions\.decoder\.weight", "head.proj.weight"),
     (r"pooler\..*|cls\.seq_relationship\..*|embeddings\.position_ids", None),
 ]
+
+
+# --- export: ModelConfig -> BertForMaskedLM and RoFormerForMaskedLM -------------------------------
+
+
+def bert_mismatches(config: ModelConfig, position: str) -> list[str]:
+    return (
+        inexpressible(config)
+        + one_kv_head_per_query(config)
+        + needs(
+            config,
+            family="encoder",
+            position=position,
+            norm="layer",
+            norm_placement="post",
+            final_norm=False,
+            embedding_norm=True,
+            activation=tuple(HF_ACTIVATIONS),
+            bias=True,
+            attention_scale=None,
+            head_transform=True,
+        )
+        + (
+            []
+            if position != "rope" or config.rope_base == 10000.0
+            else [f"model.rope_base={config.rope_base} (expected 10000.0, RoFormer's fixed base)"]
+        )  # fmt: skip
+    )
+
+
+def bert_hf_config(config: ModelConfig, model_type: str) -> dict[str, Any]:
+    out = dict(
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        hidden_act=HF_ACTIVATIONS[config.activation.value],
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        max_position_embeddings=config.max_seq_len,
+        type_vocab_size=max(config.n_segments, 1),
+        layer_norm_eps=config.norm_eps,
+        pad_token_id=config.pad_token_id,
+        tie_word_embeddings=config.tie_embeddings,
+    )
+    if model_type == "roformer":
+        out.update(embedding_size=config.d_model, rotary_value=False)
+    else:
+        out.update(position_embedding_type="absolute")
+    return out
+
+
+def bert_tensors(state: State, config: ModelConfig, prefix: str) -> State:
+    rotary = config.position.value == "rope"
+    out = {
+        f"{prefix}.embeddings.word_embeddings.weight": state["embeddings.tok.weight"],
+        f"{prefix}.embeddings.LayerNorm.weight": state["embeddings.norm.weight"],
+        f"{prefix}.embeddings.LayerNorm.bias": state["embeddings.norm.bias"],
+        f"{prefix}.embeddings.token_type_embeddings.weight": state.get(
+            "embeddings.seg.weight", torch.zeros(1, config.d_model)
+        ),  # no segments: the one type row HF adds to every token is zero
+    }
+    if rotary:
+        out[f"{prefix}.encoder.embed_positions.weight"] = roformer_table(config.max_seq_len, config.head_size)
+    else:
+        out[f"{prefix}.embeddings.position_embeddings.weight"] = state["embeddings.pos.weight"]
+    names = {
+        "attn.q_proj": "attention.self.query",
+        "attn.k_proj": "attention.self.key",
+        "attn.v_proj": "attention.self.value",
+        "attn.out_proj": "attention.output.dense",
+        "attn_norm": "attention.output.LayerNorm",
+        "mlp.fc_in": "intermediate.dense",
+        "mlp.fc_out": "output.dense",
+        "mlp_norm": "output.LayerNorm",
+    }
+    for i in range(config.n_layers):
+        for ours, theirs in names.items():
+            for kind in ("weight", "bias"):
+                tensor = state[f"stack.layers.{i}.{ours}.{kind}"]
+                if rotary and ours in ("attn.q_proj", "attn.k_proj"):
+                    tensor = interleave_rotary(tensor, config.n_heads)
+                out[f"{prefix}.encoder.layer.{i}.{theirs}.{kind}"] = tensor
+    for kind in ("weight", "bias"):
+        out[f"cls.predictions.transform.dense.{kind}"] = state[f"head.transform.0.{kind}"]
+        out[f"cls.predictions.transform.LayerNorm.{kind}"] = state[f"head.transform.2.{kind}"]
+    out["cls.predictions.bias"] = state.get("head.proj.bias", torch.zeros(config.vocab_size))
+    if not config.tie_embeddings:
+        out["cls.predictions.decoder.weight"] = state["head.proj.weight"]
+    return out

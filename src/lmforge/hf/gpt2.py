@@ -1,13 +1,17 @@
-"""GPT-2 folders in ModelConfig terms: Conv1D weights transposed, the fused q|k|v split."""
+"""GPT-2 folders in ModelConfig terms, both ways: Conv1D weights transposed, the fused q|k|v split on
+import (`gpt2_convert`) and joined on export (`gpt2_tensors`)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lmforge.hf.common import Rules, activation, refuse
+from lmforge.hf.common import HF_ACTIVATIONS, Rules, State, activation, refuse, untied_head
+
+if TYPE_CHECKING:
+    from lmforge.model.config import ModelConfig
 
 
 def gpt2_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
@@ -62,3 +66,47 @@ GPT2_RULES: Rules = [
     (r"lm_head\.weight", "head.proj.weight"),
     (_H + r"attn\.(masked_)?bias", None),  # causal-mask buffers of old checkpoints
 ]
+
+
+# --- export: ModelConfig -> GPT2LMHeadModel -------------------------------------------------------
+
+
+def gpt2_hf_config(config: ModelConfig) -> dict[str, Any]:
+    return dict(
+        vocab_size=config.vocab_size,
+        n_embd=config.d_model,
+        n_layer=config.n_layers,
+        n_head=config.n_heads,
+        n_inner=config.d_ff,
+        n_positions=config.max_seq_len,
+        activation_function=HF_ACTIVATIONS[config.activation.value],
+        layer_norm_epsilon=config.norm_eps,
+        resid_pdrop=config.dropout,
+        embd_pdrop=config.embedding_dropout,
+        attn_pdrop=config.attention_dropout,
+        tie_word_embeddings=config.tie_embeddings,
+        pad_token_id=config.pad_token_id,
+    )
+
+
+def gpt2_tensors(state: State, config: ModelConfig) -> State:
+    """Conv1D keeps (in, out): every projection transposed; q|k|v fused along the output."""
+    out = {
+        "transformer.wte.weight": state["embeddings.tok.weight"],
+        "transformer.wpe.weight": state["embeddings.pos.weight"],
+    }
+    for i in range(config.n_layers):
+        ours, theirs = f"stack.layers.{i}.", f"transformer.h.{i}."
+        for kind in ("weight", "bias"):
+            out[theirs + f"ln_1.{kind}"] = state[ours + f"attn_norm.{kind}"]
+            out[theirs + f"ln_2.{kind}"] = state[ours + f"mlp_norm.{kind}"]
+        qkv = [state[ours + f"attn.{p}_proj.weight"] for p in "qkv"]
+        out[theirs + "attn.c_attn.weight"] = torch.cat(qkv, 0).t()
+        out[theirs + "attn.c_attn.bias"] = torch.cat([state[ours + f"attn.{p}_proj.bias"] for p in "qkv"])
+        for ours_name, theirs_name in (("attn.out_proj", "attn.c_proj"), ("mlp.fc_in", "mlp.c_fc"),
+                                       ("mlp.fc_out", "mlp.c_proj")):  # fmt: skip
+            out[theirs + f"{theirs_name}.weight"] = state[ours + f"{ours_name}.weight"].t()
+            out[theirs + f"{theirs_name}.bias"] = state[ours + f"{ours_name}.bias"]
+    out["transformer.ln_f.weight"] = state["stack.final_norm.weight"]
+    out["transformer.ln_f.bias"] = state["stack.final_norm.bias"]
+    return out | untied_head(state, config)

@@ -1,15 +1,19 @@
 """GPT-NeoX folders (GPTNeoXForCausalLM, Pythia) in ModelConfig terms: rotary positions, LayerNorm
 before each sublayer, q, k and v fused per head. Our block adds attention and MLP in turn, so a folder
 with `use_parallel_residual` (GPT-NeoX's default, x + attn(ln1(x)) + mlp(ln2(x))) is refused, and so
-is a partial rotary factor below 1."""
+is a partial rotary factor below 1. Exporting (`gpt_neox_hf_config`, `gpt_neox_tensors`) fuses q, k
+and v per head again."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lmforge.hf.common import Rules, activation, refuse
+from lmforge.hf.common import HF_ACTIVATIONS, Rules, State, activation, refuse, untied_head
+
+if TYPE_CHECKING:
+    from lmforge.model.config import ModelConfig
 
 
 def _rope(hf: dict[str, Any]) -> dict[str, Any]:
@@ -82,3 +86,49 @@ GPT_NEOX_RULES: Rules = [
     (r"(?:embed_out|lm_head)\.weight", "head.proj.weight"),
     (r"(?:" + _L + r"attention\.)?(?:rotary_emb\.inv_freq|bias|masked_bias)", None),  # buffers of old files
 ]
+
+
+# --- export: ModelConfig -> GPTNeoXForCausalLM ----------------------------------------------------
+
+
+def gpt_neox_hf_config(config: ModelConfig) -> dict[str, Any]:
+    return dict(
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        intermediate_size=config.d_ff,
+        hidden_act=HF_ACTIVATIONS[config.activation.value],
+        max_position_embeddings=config.max_seq_len,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": config.rope_base,
+            "partial_rotary_factor": 1.0,
+        },
+        layer_norm_eps=config.norm_eps,
+        use_parallel_residual=False,  # x + attn(ln1(x)), then + mlp(ln2(.)): our sequential block
+        attention_bias=True,
+        hidden_dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        tie_word_embeddings=config.tie_embeddings,
+        pad_token_id=config.pad_token_id,
+    )
+
+
+def gpt_neox_tensors(state: State, config: ModelConfig) -> State:
+    """GPT-NeoX fuses q, k, v per head: rows [q_h; k_h; v_h] for each head h in turn."""
+    out = {"gpt_neox.embed_in.weight": state["embeddings.tok.weight"]}
+    heads, size = config.n_heads, config.head_size
+    for i in range(config.n_layers):
+        ours, theirs = f"stack.layers.{i}.", f"gpt_neox.layers.{i}."
+        for kind in ("weight", "bias"):
+            parts = [state[ours + f"attn.{p}_proj.{kind}"].reshape(heads, size, -1) for p in "qkv"]
+            fused = torch.cat(parts, dim=1).reshape(3 * heads * size, -1)
+            out[theirs + f"attention.query_key_value.{kind}"] = fused.squeeze(-1) if kind == "bias" else fused
+            for ours_name, theirs_name in (("attn_norm", "input_layernorm"), ("mlp_norm", "post_attention_layernorm"),
+                                           ("attn.out_proj", "attention.dense"), ("mlp.fc_in", "mlp.dense_h_to_4h"),
+                                           ("mlp.fc_out", "mlp.dense_4h_to_h")):  # fmt: skip
+                out[theirs + f"{theirs_name}.{kind}"] = state[ours + f"{ours_name}.{kind}"]
+    out["gpt_neox.final_layer_norm.weight"] = state["stack.final_norm.weight"]
+    out["gpt_neox.final_layer_norm.bias"] = state["stack.final_norm.bias"]
+    return out | untied_head(state, config)

@@ -1,10 +1,15 @@
-"""LLaMA and Mistral folders in ModelConfig terms (RoPE, RMSNorm, GQA, SwiGLU, sliding window)."""
+"""LLaMA and Mistral folders in ModelConfig terms (RoPE, RMSNorm, GQA, SwiGLU, sliding window), both
+ways: `llama_config` and `LLAMA_RULES` read a folder, `llama_mismatches`, `llama_hf_config` and
+`llama_tensors` write one."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lmforge.hf.common import Rules, refuse
+from lmforge.hf.common import Rules, State, decoder_needs, refuse, untied_head
+
+if TYPE_CHECKING:
+    from lmforge.model.config import ModelConfig
 
 
 def llama_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
@@ -55,3 +60,57 @@ LLAMA_RULES: Rules = [
     (r"lm_head\.weight", "head.proj.weight"),
     (_L + r"self_attn\.rotary_emb\.inv_freq", None),
 ]
+
+
+# --- export: ModelConfig -> LlamaForCausalLM (no window), MistralForCausalLM (a window) -----------
+
+
+def llama_mismatches(config: ModelConfig, sliding: bool) -> list[str]:
+    out = decoder_needs(config, position="rope", norm="rms", activation="swiglu", bias=False)
+    out = [line for line in out if not line.startswith("model.sliding_window")]
+    if sliding and config.sliding_window is None:
+        out.append("model.sliding_window=None (expected a window: Mistral)")
+    if not sliding and config.sliding_window is not None:
+        out.append(f"model.sliding_window={config.sliding_window} (expected null: LLaMA)")
+    if config.global_every is not None:
+        out.append(f"model.global_every={config.global_every} (expected null: every layer local)")
+    return out
+
+
+def llama_hf_config(config: ModelConfig, sliding: bool) -> dict[str, Any]:
+    out = dict(
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        num_key_value_heads=config.kv_heads,
+        head_dim=config.head_size,
+        intermediate_size=config.d_ff,
+        hidden_act="silu",
+        max_position_embeddings=config.max_seq_len,
+        rope_parameters={"rope_type": "default", "rope_theta": config.rope_base},
+        rms_norm_eps=config.norm_eps,
+        attention_bias=False,
+        attention_dropout=config.attention_dropout,
+        tie_word_embeddings=config.tie_embeddings,
+        pad_token_id=config.pad_token_id,
+    )
+    if sliding:
+        out["sliding_window"] = config.sliding_window
+    else:
+        out["mlp_bias"] = False
+    return out
+
+
+def llama_tensors(state: State, config: ModelConfig) -> State:
+    out = {"model.embed_tokens.weight": state["embeddings.tok.weight"]}
+    names = {
+        "attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj", "attn.v_proj": "self_attn.v_proj",
+        "attn.out_proj": "self_attn.o_proj", "mlp.fc_gate": "mlp.gate_proj", "mlp.fc_in": "mlp.up_proj",
+        "mlp.fc_out": "mlp.down_proj", "attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm",
+    }  # fmt: skip
+    for i in range(config.n_layers):
+        for ours, theirs in names.items():
+            out[f"model.layers.{i}.{theirs}.weight"] = state[f"stack.layers.{i}.{ours}.weight"]
+    out["model.norm.weight"] = state["stack.final_norm.weight"]
+    return out | untied_head(state, config)

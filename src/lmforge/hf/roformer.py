@@ -2,7 +2,8 @@
 terms. RoFormer rotates interleaved pairs (2k, 2k+1) of each query/key head where our rotary rotates
 halves (k, k + d/2), so the query and key rows are reordered into halves; its fixed sinusoidal table
 (`encoder.embed_positions`) is no parameter of ours: it is checked against the sinusoid our rotary
-uses and dropped."""
+uses and dropped (both layouts: `lmforge.hf.rotary`). Exporting does the reverse, in
+`lmforge.hf.bert.bert_tensors`, which writes BERT and RoFormer alike."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from lmforge.errors import DataError
 from lmforge.hf.bert import BERT_RULES, bert_config
 from lmforge.hf.common import Rules, refuse
+from lmforge.hf.rotary import halves_from_pairs, roformer_table
 
 
 def roformer_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
@@ -22,22 +24,6 @@ def roformer_config(hf: dict[str, Any], names: set[str]) -> dict[str, Any]:
     if hf.get("rotary_value", False):
         refuse(hf, "rotary_value", "false (rotary queries and keys only)")
     return {**bert_config(hf, names), "position": "rope", "rope_base": 10000.0}
-
-
-def halves_from_pairs(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """Rows of a query/key projection (or bias) from interleaved pairs to rotate-half order: within
-    each head, row k <- 2k and row k + d/2 <- 2k + 1 (the inverse of the exporter's interleave)."""
-    head = weight.shape[0] // n_heads
-    order = torch.cat([torch.arange(0, head, 2), torch.arange(1, head, 2)])
-    per_head = weight.reshape(n_heads, head, *weight.shape[1:])
-    return per_head[:, order].reshape(weight.shape)
-
-
-def roformer_table(positions: int, dim: int) -> torch.Tensor:
-    """RoFormer's fixed sinusoidal table (sin of every pair's angle, then cos), computed as it does."""
-    pair = torch.arange(dim, dtype=torch.float64) // 2
-    angles = torch.arange(positions, dtype=torch.float64)[:, None] / torch.pow(10000.0, 2 * pair / dim)
-    return torch.cat([angles[:, 0::2].sin(), angles[:, 1::2].cos()], dim=1).float()
 
 
 def roformer_convert(state: dict[str, torch.Tensor], hf: dict[str, Any]) -> dict[str, torch.Tensor]:
