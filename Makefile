@@ -24,8 +24,16 @@ repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pret
 	python -m scripts.dvc_yaml
 	TOKENIZERS_PARALLELISM=false dvc repro
 
+# Most tests spend their time on one core (process start-ups, dvc, Hydra), so `make test` runs the
+# longest of them, the smoke pipeline (tests/test_pipeline.py), in a process of its own beside all
+# the others, each with one OpenMP thread so that neither spins on the other's core; the smoke
+# process's report follows the rest's, and the target fails if either does.
 test: install  ## every test, the slow end-to-end ones included (what CI runs)
-	python -m pytest -q
+	@export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1; \
+	python -m pytest -q -p no:cacheprovider tests/test_pipeline.py > $(VENV)/test_pipeline.log 2>&1 & smoke=$$!; \
+	python -m pytest -q --ignore=tests/test_pipeline.py; rest=$$?; \
+	wait $$smoke; piped=$$?; echo "== tests/test_pipeline.py (beside the rest) =="; cat $(VENV)/test_pipeline.log; \
+	exit $$(( rest || piped ))
 
 test-fast: install  ## the unit tests only (about 6 minutes on a fast 2-core host, 11.5 on a slow one)
 	python -m pytest -q -m "not slow"

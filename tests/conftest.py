@@ -1,4 +1,4 @@
-"""Test-wide settings: two threads at most, no tokenizer thread pools in forked workers; and a tiny
+"""Test-wide settings: two threads at most (one when OMP_NUM_THREADS says so), no tokenizer thread pools in forked workers; and a tiny
 workspace shared by the stage tests: a generated local corpus, prepared, tokenized and encoded by the
 real stages, with every output path relative to the workspace (the stages use relative paths, as
 under DVC)."""
@@ -14,7 +14,8 @@ import torch
 from helpers import entry_stage, stage_config, write_corpus
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# `make test` runs two pytest processes side by side with OMP_NUM_THREADS=1: keep to it
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.cpu_count() or 1))))
 
 
 @pytest.fixture(scope="session")
