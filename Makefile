@@ -35,7 +35,7 @@ test: install  ## every test, the slow end-to-end ones included (what CI runs)
 	wait $$smoke; piped=$$?; echo "== tests/test_pipeline.py (beside the rest) =="; cat $(VENV)/test_pipeline.log; \
 	exit $$(( rest || piped ))
 
-test-fast: install  ## the unit tests only (about 6 minutes on a fast 2-core host, 11.5 on a slow one)
+test-fast: install  ## the unit tests only (about 6 minutes on a fast 2-core host, 13.4 on the slowest)
 	python -m pytest -q -m "not slow"
 
 bench: install  ## every benchmark against its peer, interleaved in one process; writes reports/bench/ (~12 minutes, the allocator group 6 of them)
