@@ -1,7 +1,7 @@
-"""Test-wide settings: two threads at most (one when OMP_NUM_THREADS says so), no tokenizer thread pools in forked workers; and a tiny
-workspace shared by the stage tests: a generated local corpus, prepared, tokenized and encoded by the
-real stages, with every output path relative to the workspace (the stages use relative paths, as
-under DVC)."""
+"""Test-wide settings: two threads at most (one when OMP_NUM_THREADS says so), no tokenizer thread
+pools in forked workers; and a tiny workspace shared by the stage tests: a generated local corpus,
+prepared, tokenized and encoded by the real stages, with every output path relative to the
+workspace (the stages use relative paths, as under DVC)."""
 
 from __future__ import annotations
 
