@@ -14,8 +14,8 @@ import torch
 from helpers import entry_stage, stage_config, write_corpus
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# `make test` runs two pytest processes side by side with OMP_NUM_THREADS=1: keep to it
-torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.cpu_count() or 1))))
+# `make test` runs two pytest processes side by side with OMP_NUM_THREADS=1: keep to it, and to 2 at most
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1, int(os.environ.get("OMP_NUM_THREADS") or 2))))
 
 
 @pytest.fixture(scope="session")
