@@ -35,8 +35,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from benchmarks.common import Row, interleave, matmul_peak, median, write_report
 from lmforge.data.documents import Document, read_split, write_prepared
-from lmforge.data.encoded import SplitWriter, token_dtype
+from lmforge.data.encoded import token_dtype
 from lmforge.encoding.encode import encode_split, every_core
+from lmforge.encoding.writer import SplitWriter
 from lmforge.tokenizer.builders import WORDPIECE_ALPHABET, train_tokenizer
 from lmforge.tokenizer.config import Kind, TokenizerConfig
 from lmforge.tokenizer.specials import BPE_SPECIALS, WORDPIECE_SPECIALS, load_tokenizer, special_tokens

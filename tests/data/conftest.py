@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from lmforge.data.encoded import EncodedSplit, SplitWriter
+from lmforge.data.encoded import EncodedSplit
+from lmforge.encoding.writer import SplitWriter
 
 # Real Form C layout: a blank line, then a tab-indented line of word/tag tokens per sentence.
 BROWN_FILES = {

@@ -10,7 +10,8 @@ It uses every core: `tokenizers`' Rust thread pool is switched on for the stage'
 (`every_core`; `make repro` switches it off for the pipeline because other stages fork DataLoader
 workers, which this one does not; `RAYON_NUM_THREADS` caps its threads), and the next batch is
 encoded in a second thread (the call releases the GIL) while this one writes the last. The ids are
-the same either way.
+the same either way. Each batch reaches `lmforge.encoding.writer` as flat arrays, so the stage's
+memory holds one batch, not a Python object per sentence.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import islice
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from lmforge.data.documents import SPLITS, Document, read_split
-from lmforge.data.encoded import SplitWriter, token_dtype
+from lmforge.data.encoded import token_dtype
+from lmforge.encoding.writer import SplitWriter
 from lmforge.io import write_json
 from lmforge.stage import Plan, StageResult
 from lmforge.tokenizer.config import tokenizer_path
@@ -72,9 +75,11 @@ def encode_split(
 
 
 def _write(writer: SplitWriter, docs: Sequence[Document], encodings: list) -> None:
-    sentences = iter(encodings)
-    for doc in docs:
-        writer.add_document(e.ids for e in islice(sentences, len(doc.sentences)))
+    """One batch as flat arrays: the ids of all its sentences, their lengths, the documents' sizes."""
+    ids = [encoding.ids for encoding in encodings]
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+    writer.add_batch(lengths, flat, [len(doc.sentences) for doc in docs])
 
 
 @contextlib.contextmanager
