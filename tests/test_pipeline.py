@@ -223,11 +223,16 @@ def check_killed_repro_leaves_no_running_run(repo: Path, env: dict[str, str]) ->
     killed = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + HANG_SECONDS
-    query = f"tags.dvc_stage = '{stage}' and attributes.status = 'RUNNING' and attributes.start_time > {started:.0f}"
+    # A row's own run (`finetune@<row>`), not the stage's or the pipeline's: each row that ends marks
+    # those two FINISHED until the next row reopens them, so a kill between rows (a smoke row takes
+    # about 3 s on a fast host) would leave nothing RUNNING to mark. Killed as soon as one is seen.
+    query = (
+        f"tags.dvc_stage = '{stage}' and attributes.status = 'RUNNING' and attributes.start_time > {started:.0f}"
+        f" and tags.mlflow.runName LIKE '{stage}@%'"
+    )
     while not len(mlflow.search_runs(experiment_names=["lmforge"], filter_string=query)):
-        assert killed.poll() is None and time.monotonic() < deadline, "the stage never started its run"
-        time.sleep(0.5)
-    time.sleep(3)  # into its training
+        assert killed.poll() is None and time.monotonic() < deadline, "the stage never started a row's run"
+        time.sleep(0.1)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait(timeout=60)
     assert stage in _ran(
