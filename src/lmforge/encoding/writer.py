@@ -5,8 +5,9 @@ temporary files beside their `.npy`, which are written (header, then the raw off
 chunks) when the split is complete. Nothing held grows with the corpus: no Python int per sentence,
 no list of ids. The files are the ones `np.save` writes for the same offsets, byte for byte.
 
-Every file goes through `lmforge.io.atomic_path`: the split appears only when the block exits
-without an exception, and a failed or killed run leaves no file a reader would take as whole.
+The outputs go through `lmforge.io.atomic_path` (the raw offsets are plain temporaries, removed on
+close): the split appears only when the block exits without an exception, and a failed or killed
+run leaves no file a reader would take as whole.
 """
 
 from __future__ import annotations
