@@ -210,7 +210,8 @@ def test_smoke_pipeline_under_dvc(tmp_path):
 
 def check_killed_repro_leaves_no_running_run(repo: Path, env: dict[str, str]) -> None:
     """Issue 53 (c): `kill -9` of `dvc repro` in the middle of a stage, then `dvc repro`: the stage
-    reruns whole, and no MLflow run, the killed invocation's or its stage's, is left RUNNING."""
+    reruns whole, no MLflow run is left RUNNING, and the killed invocation's stage and pipeline runs
+    read KILLED."""
     import signal
     import time
 
@@ -223,15 +224,15 @@ def check_killed_repro_leaves_no_running_run(repo: Path, env: dict[str, str]) ->
     killed = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + HANG_SECONDS
-    # A row's own run (`finetune@<row>`), not the stage's or the pipeline's: each row that ends marks
-    # those two FINISHED until the next row reopens them, so a kill between rows (a smoke row takes
-    # about 3 s on a fast host) would leave nothing RUNNING to mark. Killed as soon as one is seen.
+    # Killed as soon as the first row's own run (`finetune@<row>`) has ended: between two rows, where
+    # the stage's and the pipeline's runs must still be RUNNING (a multirun's rows leave them open
+    # until their process exits), so that the next invocation marks them KILLED, not FINISHED.
     query = (
-        f"tags.dvc_stage = '{stage}' and attributes.status = 'RUNNING' and attributes.start_time > {started:.0f}"
+        f"tags.dvc_stage = '{stage}' and attributes.status = 'FINISHED' and attributes.start_time > {started:.0f}"
         f" and tags.mlflow.runName LIKE '{stage}@%'"
     )
     while not len(mlflow.search_runs(experiment_names=["lmforge"], filter_string=query)):
-        assert killed.poll() is None and time.monotonic() < deadline, "the stage never started a row's run"
+        assert killed.poll() is None and time.monotonic() < deadline, "the stage never finished a row's run"
         time.sleep(0.1)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait(timeout=60)
@@ -245,6 +246,10 @@ def check_killed_repro_leaves_no_running_run(repo: Path, env: dict[str, str]) ->
         experiment_names=["lmforge"], filter_string=f"attributes.start_time > {started:.0f}"
     )
     assert {"KILLED", "FINISHED"} <= set(left["status"])  # the killed runs are marked, the rerun ended
+    # the killed invocation's own stage and pipeline runs (the first of each level since the start)
+    first = left.sort_values("start_time").drop_duplicates("tags.lmforge_level")
+    status = dict(zip(first["tags.lmforge_level"], first["status"]))
+    assert status["stage"] == status["pipeline"] == "KILLED", status
 
 
 def stored_files(repo: Path) -> list[Path]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+import psutil
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
@@ -268,6 +269,100 @@ def test_a_run_whose_process_is_gone_is_marked_killed_by_the_next_invocation(tmp
     assert [r.info.status for r in ours] == ["FINISHED"] and ours[0].data.tags[
         "lmforge_process"
     ] == this_process()
+    mlflow.set_tracking_uri(None)
+
+
+MULTIRUN_STAGE = """
+import json, os, signal, sys
+from mlflow.tracking import MlflowClient
+from lmforge.door import cli
+from lmforge.stage import Stage, StageResult
+
+def work(plan):
+    client = MlflowClient()
+    levels = {}
+    for run in client.search_runs(["1"], filter_string="tags.lmforge_level != ''"):
+        levels[run.data.tags["lmforge_level"]] = run.info.status  # one stage run, one pipeline run
+    with open("seen.jsonl", "a") as f:
+        f.write(json.dumps({"seed": plan.seed, "pid": os.getpid(), **levels}) + "\\n")
+    if plan.seed == int(os.environ.get("KILL_AT_SEED", "0")):
+        os.killpg(os.getpgid(0), signal.SIGKILL)  # kill -9 of the whole `dvc repro`
+    return StageResult({"loss": float(plan.seed)}, [])
+
+STAGE = Stage("job", work, reads={"seed": int})
+if __name__ == "__main__":
+    cli(STAGE, __file__)
+"""
+
+FAKE_DVC = """
+import subprocess, sys
+sys.exit(subprocess.call(sys.argv[2:]))
+"""
+
+
+def run_rows_under_dvc(tmp_path: Path, kill_at_seed: int = 0) -> tuple[list[dict], dict[str, str]]:
+    """Three rows of a Hydra multirun of a tracked stage, run by a process named `dvc` as DVC runs
+    a stage; the row with seed `kill_at_seed` kills them all. Returns what each row saw of the
+    stage's and the pipeline's runs, and the store's uri."""
+    uri = f"sqlite:///{tmp_path}/mlruns.db"
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "config.yaml").write_text(
+        f"seed: 0\nlogger: {{enabled: true, tracking_uri: '{uri}', experiment: test}}\n"
+    )
+    (tmp_path / "pipelines").mkdir()
+    (tmp_path / "pipelines" / "job.py").write_text(MULTIRUN_STAGE)
+    (tmp_path / "dvc").write_text(FAKE_DVC)
+    env = {**os.environ, "DVC_STAGE": "job", "KILL_AT_SEED": str(kill_at_seed)}
+    env.pop("LMFORGE_PIPELINE", None)
+    command = [sys.executable, "dvc", "repro", sys.executable, "pipelines/job.py", "--multirun", "seed=1,2,3"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          start_new_session=True)  # fmt: skip
+    assert done.returncode == (-9 if kill_at_seed else 0), done.stderr[-3000:]
+    seen = [json.loads(line) for line in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(seen[-1]["pid"]) and time.monotonic() < deadline:  # killed: it may take a moment
+        time.sleep(0.05)
+    return seen, uri
+
+
+def statuses(uri: str) -> dict[str, str]:
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs(["1"])
+
+    def name(tags: dict[str, str]) -> str:
+        if tags.get("lmforge_level") == "pipeline":
+            return "pipeline " + tags["lmforge_invocation"].split("-")[0]  # dvc-<pid>-<start>, env-<name>
+        return tags.get("lmforge_level") or tags["seed"]
+
+    return {name(r.data.tags): r.info.status for r in runs}
+
+
+def test_a_multiruns_stage_and_pipeline_runs_stay_running_through_its_rows_and_end_with_it(tmp_path):
+    """Issue 53 (c): each row of a multirun under DVC sees its stage's run and the pipeline's run
+    RUNNING (an earlier row's end does not end them), and both end FINISHED with the process."""
+    seen, uri = run_rows_under_dvc(tmp_path)
+    assert [row["seed"] for row in seen] == [1, 2, 3]
+    assert all(row["stage"] == row["pipeline"] == "RUNNING" for row in seen), seen
+    assert statuses(uri) == {"stage": "FINISHED", "pipeline dvc": "FINISHED", "1": "FINISHED", "2": "FINISHED",
+                             "3": "FINISHED"}  # fmt: skip
+    mlflow.set_tracking_uri(None)
+
+
+def test_a_dvc_repro_killed_between_rows_leaves_its_stage_and_pipeline_runs_killed(tmp_path, monkeypatch):
+    """Issue 53 (c): `kill -9` of `dvc repro` after the first of three rows: the next invocation
+    finds the stage's and the pipeline's runs RUNNING without their processes and marks them
+    KILLED (they did not finish: two rows never ran), the finished row stays FINISHED."""
+    seen, uri = run_rows_under_dvc(tmp_path, kill_at_seed=2)
+    assert [row["seed"] for row in seen] == [1, 2]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    monkeypatch.setenv("LMFORGE_PIPELINE", "after")
+    cfg = OmegaConf.create(
+        {"seed": 9, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
+    )
+    execute(Stage("next", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+    assert statuses(uri) == {"stage": "KILLED", "pipeline dvc": "KILLED", "1": "FINISHED", "2": "KILLED",
+                             "pipeline env": "FINISHED", "9": "FINISHED"}  # fmt: skip
     mlflow.set_tracking_uri(None)
 
 

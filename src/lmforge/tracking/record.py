@@ -82,9 +82,15 @@ def send_final(run_id: str, uri: str, final: dict[str, Any], active: bool = Fals
         _pop_active_run()
         raise
     mlflow.end_run(status=final["status"])
-    for ancestor in final.get("ancestors", []):
-        if client.get_run(ancestor).info.status != "FAILED":  # the latest stage's end is the pipeline's
-            client.set_terminated(ancestor, status=final["status"])
+    end_ancestors(client, final.get("ancestors", []), final["status"])
+
+
+def end_ancestors(client, ancestors: list[str], status: str) -> None:
+    """End the pipeline runs above a run with its status: the latest stage's end is the pipeline's,
+    but a run that failed stays FAILED."""
+    for ancestor in ancestors:
+        if client.get_run(ancestor).info.status != "FAILED":
+            client.set_terminated(ancestor, status=status)
 
 
 def send_child_end(client, run_id: str, final: dict[str, Any], timestamp_ms: int) -> None:
@@ -260,6 +266,8 @@ def _send_journal(path: Path, uri: str) -> str | None:
                 send_child_end(client, run_id, final, timestamp_ms=0)
             else:
                 send_final(run_id, uri, final)
+        for end in (r for r in records if r["kind"] == "end"):  # a pipeline run its multirun ended
+            end_ancestors(client, [run_id], end["status"])
         if not any(r["kind"] == "final" for r in records):
             mark_incomplete(client, run_id, [])
     except Exception as err:

@@ -8,6 +8,9 @@ explicitly), or the Hydra multirun it belongs to. A stage that sweeps a multirun
 (fine-tuning's rows, distillation's runs) has a run of its own between the two; fine-tuning's seeds
 and the scaling sweep's cells are children of their row and sweep. A run started alone, by hand, has
 no parent. An evaluation is tagged with the run whose model it evaluates (`evaluates_run_id`).
+A parent is RUNNING while a stage under it runs: a stage's start reopens it, a lone stage's end ends
+it (the latest stage's end is the pipeline's), and the rows of a multirun leave theirs RUNNING until
+their process exits, so a kill between two rows leaves them for the next invocation to mark KILLED.
 
 Tags on every run: `git_commit` and `git_dirty`, `dvc_stage` (DVC's own name: `pretrain@decoder`,
 `finetune`), `lmforge_job` (the instance: `finetune@<row>`), `experiment` (the overlay), `data_hash`
@@ -26,6 +29,7 @@ run continued by a later invocation keeps the parent it started under and is tag
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import socket
@@ -43,7 +47,14 @@ from lmforge.errors import ConfigError, LmforgeError
 from lmforge.io import exclusive, sha256_files
 from lmforge.stage import Plan, Stage, flatten
 from lmforge.tracking.outbox import append_journal, brief, close_all, close_outbox, journal_path, say
-from lmforge.tracking.record import FLUSH_TIMEOUT_S, _log_params, backfill, send_child_end, send_or_journal
+from lmforge.tracking.record import (
+    FLUSH_TIMEOUT_S,
+    _log_params,
+    backfill,
+    end_ancestors,
+    send_child_end,
+    send_or_journal,
+)
 
 
 def active_run() -> tuple[str, str] | None:
@@ -164,7 +175,8 @@ def alive(process: str) -> bool:
 
     pid, _, started = process.partition("-")
     try:
-        return int(psutil.Process(int(pid)).create_time()) == int(started)
+        found = psutil.Process(int(pid))
+        return int(found.create_time()) == int(started) and found.status() != psutil.STATUS_ZOMBIE
     except (psutil.Error, ValueError, OSError):
         return False
 
@@ -296,6 +308,7 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
     run = mlflow.start_run(run_id=run_id, run_name=name, tags=tags)
     opened = run.info.run_id
     ancestors = [parent, *_ancestors(client, parent)] if parent else []
+    reopen(client, ancestors)
     flush = float((cfg.get("logger") or {}).get("flush_timeout_s", FLUSH_TIMEOUT_S))
     try:
         with _system_metrics(opened, uri):
@@ -341,9 +354,52 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
     finally:  # the invocation doing the work ends with its latest stage (a continued run's included)
         final = final or {"kind": "final"}
         missing = sorted({s for steps in close_all(flush).values() for s in steps})
-        final.update(status=status, ancestors=[a for a in ancestors if a], metrics_missing=missing)
+        ends = [a for a in ancestors if a]
+        if _multirun():  # the rows of this process share their ancestors: those end with the process
+            defer_end(ends, status, uri)
+            ends = []
+        final.update(status=status, ancestors=ends, metrics_missing=missing)
         send_or_journal(opened, uri, final, try_now=not final["metrics_missing"] and answers(uri))
     return result
+
+
+def reopen(client, ancestors: list[str]) -> None:
+    """Mark RUNNING again the pipeline runs above a starting run that an earlier stage ended: a
+    pipeline run is RUNNING while any of its stages runs, so a kill leaves it for `settle_orphans`."""
+    for ancestor in ancestors:
+        if client.get_run(ancestor).info.status == "FINISHED":
+            client.update_run(ancestor, status="RUNNING")
+
+
+# The ancestors of a Hydra multirun's rows (the stage's run under DVC, the pipeline's run) -> (store,
+# status): each row leaves them RUNNING and they end when the process exits, FAILED if a row failed.
+# A process killed between rows therefore leaves them RUNNING, and the next invocation marks them
+# KILLED, not FINISHED after a fraction of the rows.
+DEFERRED: dict[str, tuple[str, str]] = {}
+
+
+def defer_end(ancestors: list[str], status: str, uri: str) -> None:
+    if not DEFERRED:
+        atexit.register(end_deferred)
+    for ancestor in ancestors:
+        failed = DEFERRED.get(ancestor, (uri, status))[1] == "FAILED" or status == "FAILED"
+        DEFERRED[ancestor] = (uri, "FAILED" if failed else status)
+
+
+def end_deferred() -> None:
+    """End the ancestors this process's rows left RUNNING (see `DEFERRED`); when the store does not
+    answer, each end waits in its run's journal for the backfill."""
+    from mlflow.tracking import MlflowClient
+
+    for run_id, (uri, status) in list(DEFERRED.items()):
+        try:
+            if not answers(uri):
+                raise ConnectionError("the server does not answer")
+            end_ancestors(MlflowClient(tracking_uri=uri), [run_id], status)
+        except Exception as err:
+            path = append_journal(run_id, uri, [{"kind": "end", "status": status}])
+            say(f"{uri} did not take the end of run {run_id} ({brief(err)}); it waits in {path}")
+    DEFERRED.clear()
 
 
 # MLflow's own retries of a request (7, with pauses doubling from 2 s: minutes per call while a
