@@ -1,0 +1,22 @@
+"""DVC stage `positions_probe` (pipelines/experiments/dvc.yaml): what the decoder with learned positions
+does past the length it trained on, its position table edited (reports/positions_probe/summary.md,
+probe.json; lmforge.architecture.probe says how).
+
+python pipelines/positions_probe.py
+"""
+
+from lmforge.architecture.probe import probe_config, run
+from lmforge.door import cli
+from lmforge.stage import Stage
+from lmforge.tokenizer.config import tokenizer_config
+from lmforge.training.config import train_config
+
+STAGE = Stage(
+    "positions_probe",
+    run,
+    reads={"probe": probe_config, "tokenizer": tokenizer_config, "train": train_config},
+)
+
+
+if __name__ == "__main__":
+    cli(STAGE, __file__, "positions_probe")
