@@ -257,12 +257,16 @@ def distill(gap: tuple[float, float], keep: tuple[float, float], beat: tuple[flo
         ((0.02, 0.01), (0.85, 0.01), (0.03, 0.01), REFUTED),  # keeps less than 90%
         ((0.02, 0.01), (0.99, 0.005), (0.0, 0.01), NOT_DISTINGUISHABLE),  # cannot tell it from its control
         ((0.02, 0.01), (0.90, 0.02), (0.03, 0.01), NOT_DISTINGUISHABLE),  # retention covers 90%
-        ((0.00, 0.01), (0.99, 0.005), (0.03, 0.01), NOT_TESTED),  # the teacher has nothing to keep
+        ((0.00, 0.01), (0.99, 0.005), (0.03, 0.01), REPRODUCED),  # decided even where the teacher is no better
+        ((-0.002, 0.06), (0.994, 0.093), (0.003, 0.051), NOT_DISTINGUISHABLE),  # the default run's sentiment
     ],
 )
-def test_distillation_is_judged_only_where_the_teacher_beats_scratch(tmp_path, gap, keep, beat, expected):
+def test_distillation_is_judged_by_its_intervals_wherever_the_teacher_stands(tmp_path, gap, keep, beat, expected):
     ev = workspace(tmp_path, {"distill/summary.json": distill(gap, keep, beat)})
     assert verdict("distillation", ev, tmp_path) == expected
+    found = CLAIMS["distillation"].test(ev, FindingsConfig(), tmp_path / "figures")
+    weak = "the teacher does not beat scratch" in found.parts[0].note
+    assert weak == (gap[0] - gap[1] <= 0)  # said exactly where the teacher's interval is not above zero
 
 
 def warmup_summary(post_penalty: float, pre_penalty: float) -> dict:
@@ -497,7 +501,21 @@ def test_lora_reads_the_converged_minilm_rows_and_skips_their_other_comparisons(
     assert verdict("lora", workspace(tmp_path / "a", reports), tmp_path) == REPRODUCED
     reports["finetune_converged/summary.json"] = converged
     found = CLAIMS["lora"].test(workspace(tmp_path / "b", reports), FindingsConfig(), tmp_path / "figures")
-    assert found.headline == "reproduced: our encoder, MiniLM (90 steps); refuted: MiniLM (converged)"
+    assert found.headline == (
+        "reproduced: our encoder (the row's settings), MiniLM (90 steps); refuted: MiniLM (converged)"
+    )
+    # the searched configuration (lora_grid_choice) is a part of its own beside the row's settings
+    searched = lora_summary(-0.02, 0.005)
+    searched["comparisons"] = {"e-sentiment-lora-searched-vs-e-sentiment": searched["comparisons"].pop(
+        "m-sentiment-lora-vs-m-sentiment")}  # fmt: skip
+    searched["rows"] = {"e-sentiment-lora-searched": {"params_trainable": 3, "params_total": 100}}
+    reports["lora_grid/summary.json"] = searched
+    found = CLAIMS["lora"].test(workspace(tmp_path / "c", reports), FindingsConfig(), tmp_path / "figures")
+    parts = {p.name: p for p in found.parts}
+    assert parts["our encoder (searched)"].verdict == REPRODUCED  # -2.0 [-2.5, -1.5]: above -3
+    assert ("our encoder (searched) (e-sentiment-lora-searched - e-sentiment): trained weights", "3.0%") in (
+        found.numbers
+    )
 
 
 def test_lora_names_a_sequential_look_and_its_level(tmp_path):
@@ -511,7 +529,7 @@ def test_lora_names_a_sequential_look_and_its_level(tmp_path):
     parts = {p.name: p for p in found.parts}
     assert parts["MiniLM (90 steps)"].verdict == REPRODUCED
     assert parts["MiniLM (90 steps)"].note.endswith("8 seeds, 98.75% interval at look 2 of 4")
-    assert parts["our encoder"].note.endswith("8 seeds")  # a fixed-seed comparison: no look
+    assert parts["our encoder (the row's settings)"].note.endswith("8 seeds")  # a fixed-seed comparison: no look
 
 
 def test_norms_read_the_benchmark_s_widths_as_parts_of_their_own(tmp_path):

@@ -93,8 +93,8 @@ def learning_curves(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Pa
 
 
 def distill_summary(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
-    """Per family and task: teacher minus scratch (is there anything to keep?), the student's
-    retention and the student minus its control."""
+    """Per family and task: the student's retention and the student minus its control, which decide
+    the part, and teacher minus scratch, which says whether the teacher had anything to pass on."""
     summary = ev.json(claim.sources["summary"])
     parts, numbers, intervals = [], [], {}
     for family, record in sorted(summary.items()):
@@ -110,10 +110,10 @@ def distill_summary(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Pa
             note = (
                 f"retention {keep.show(scale=100, digits=1, suffix='%', signed=False)}, student - control "
                 f"{beat.points()}"
-                if gap.above()
-                else f"the teacher does not beat scratch ({gap.points()}): nothing to keep"
             )
-            parts.append(Part(name, {"keep": keep, "beat": beat}, informative=gap.above(), note=note))
+            if not gap.above():  # decided all the same, by its own intervals; the reader is told why it is weak
+                note += f"; the teacher does not beat scratch ({gap.points()}), so it has little to pass on"
+            parts.append(Part(name, {"keep": keep, "beat": beat}, note=note))
     figure = forest(intervals, 100, "points", figures / claim.figure, claim.keys["figure_title"])
     return Measured(parts, numbers, figure, {"floor": f"{cfg.retention_floor:.0%}"})
 
