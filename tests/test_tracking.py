@@ -300,7 +300,12 @@ sys.exit(subprocess.call(sys.argv[2:]))
 """
 
 
-def run_rows_under_dvc(tmp_path: Path, kill_at_seed: int = 0) -> tuple[list[dict], dict[str, str]]:
+def run_rows_under_dvc(
+    tmp_path: Path,
+    kill_at_seed: int = 0,
+    named: str | None = None,
+    rows: tuple[str, ...] = ("--multirun", "seed=1,2,3"),
+) -> tuple[list[dict], str]:
     """Three rows of a Hydra multirun of a tracked stage, run by a process named `dvc` as DVC runs
     a stage; the row with seed `kill_at_seed` kills them all. Returns what each row saw of the
     stage's and the pipeline's runs, and the store's uri."""
@@ -314,7 +319,19 @@ def run_rows_under_dvc(tmp_path: Path, kill_at_seed: int = 0) -> tuple[list[dict
     (tmp_path / "dvc").write_text(FAKE_DVC)
     env = {**os.environ, "DVC_STAGE": "job", "KILL_AT_SEED": str(kill_at_seed)}
     env.pop("LMFORGE_PIPELINE", None)
-    command = [sys.executable, "dvc", "repro", sys.executable, "pipelines/job.py", "--multirun", "seed=1,2,3"]
+    if named:  # an invocation named by the user, with a stage before this one that ended its run
+        env["LMFORGE_PIPELINE"] = named
+        env.pop("DVC_STAGE")
+        cfg = OmegaConf.create(
+            {"seed": 0, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
+        )
+        os.environ["LMFORGE_PIPELINE"] = named
+        try:
+            execute(Stage("before", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+        finally:
+            del os.environ["LMFORGE_PIPELINE"]
+            mlflow.set_tracking_uri(None)
+    command = [sys.executable, "dvc", "repro", sys.executable, "pipelines/job.py", *rows]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                           start_new_session=True)  # fmt: skip
     assert done.returncode == (-9 if kill_at_seed else 0), done.stderr[-3000:]
@@ -363,6 +380,26 @@ def test_a_dvc_repro_killed_between_rows_leaves_its_stage_and_pipeline_runs_kill
     execute(Stage("next", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
     assert statuses(uri) == {"stage": "KILLED", "pipeline dvc": "KILLED", "1": "FINISHED", "2": "KILLED",
                              "pipeline env": "FINISHED", "9": "FINISHED"}  # fmt: skip
+    mlflow.set_tracking_uri(None)
+
+
+def test_a_named_pipelines_run_takes_its_running_stages_process_and_is_killed_with_it(tmp_path, monkeypatch):
+    """Issue 53 (c) for `LMFORGE_PIPELINE=<name>`: the pipeline's run names no process of its own, so
+    each stage under it lends it its own; a stage killed mid-work leaves it RUNNING with a process that
+    is gone, and the next invocation marks it KILLED (it was FINISHED by the stage before)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    seen, uri = run_rows_under_dvc(tmp_path, kill_at_seed=3, named="nightly", rows=("seed=3",))
+    assert [row["seed"] for row in seen] == [3] and seen[0]["pipeline"] == "RUNNING"  # reopened
+    monkeypatch.setenv("LMFORGE_PIPELINE", "after")
+    cfg = OmegaConf.create(
+        {"seed": 9, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
+    )
+    execute(Stage("next", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+    assert statuses(uri)["3"] == "KILLED"
+    client = MlflowClient(tracking_uri=uri)
+    named = client.search_runs(["1"], filter_string="tags.lmforge_invocation = 'env-nightly'")
+    assert [r.info.status for r in named] == ["KILLED"]
     mlflow.set_tracking_uri(None)
 
 

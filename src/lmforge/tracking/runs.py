@@ -365,9 +365,14 @@ def tracked(stage: Stage, plan: Plan, cfg: DictConfig, label: str, uri: str, exp
 
 def reopen(client, ancestors: list[str]) -> None:
     """Mark RUNNING again the pipeline runs above a starting run that an earlier stage ended: a
-    pipeline run is RUNNING while any of its stages runs, so a kill leaves it for `settle_orphans`."""
+    pipeline run is RUNNING while any of its stages runs, so a kill leaves it for `settle_orphans`.
+    A pipeline run that has no process of its own (an `LMFORGE_PIPELINE` invocation) takes this
+    one's, so that check can tell when it is gone."""
     for ancestor in ancestors:
-        if client.get_run(ancestor).info.status == "FINISHED":
+        run = client.get_run(ancestor)
+        if run.data.tags.get("lmforge_invocation", "").startswith("env-"):
+            client.set_tag(ancestor, "lmforge_process", this_process())
+        if run.info.status == "FINISHED":
             client.update_run(ancestor, status="RUNNING")
 
 
