@@ -2,11 +2,11 @@
 
 arch_eval finds learned positions losing less past their training length than RoPE and sinusoidal
 (docs/findings.md#positions). The rows of a learned table past that length never received a gradient:
-they still hold their initialisation. So the question is whether the model extrapolates or simply
+they hold their initialisation, shrunk by weight decay. So the question is whether the model extrapolates or simply
 stops reading positions there. The probe answers it on the same test windows as arch_eval, by
 evaluating one checkpoint with its table edited:
 
-- `trained`: the table as trained (the rows past the training length at their initialisation);
+- `trained`: the table as trained (the rows past the training length only ever weight-decayed);
 - `zero past`: the rows past the training length set to zero (no position signal there);
 - `clamped`: those rows set to the last trained row (every later token "at" the last trained position);
 - `zero all`: every row zero: how much the model relies on positions within its training length.
@@ -85,35 +85,26 @@ def run(plan: Plan) -> StageResult:
     embedding = model.embeddings.pos.weight
     original = embedding.detach().clone()
     losses = {}
-    with torch.no_grad():
+    with torch.no_grad():  # the model is this stage's own copy: its table is left as the last variant set it
         for name, table in variants(original, trained).items():
             embedding.copy_(table)
             losses[name] = token_losses(model, windows)
-        embedding.copy_(original)
     norms = original.norm(dim=1)
     init_norm = model.config.init_std * model.config.d_model**0.5
+    # each window's mean loss within the training length and past it, per variant
+    split = {name: (t[:, : trained - 1].mean(1), t[:, trained - 1 :].mean(1)) for name, t in losses.items()}
     rows = []
     for name, tokens in losses.items():
-        within, past = tokens[:, : trained - 1].mean(1), tokens[:, trained - 1 :].mean(1)
         row = {
             "variant": name,
-            "loss_within": within.mean().item(),
-            "loss_past": past.mean().item(),
+            "loss_within": split[name][0].mean().item(),
+            "loss_past": split[name][1].mean().item(),
             "degradation": degradation(tokens, trained).mean().item(),
         }
         if name != "trained":
-            for part, values in (("within", within), ("past", past)):
-                base = (
-                    losses["trained"][:, : trained - 1]
-                    if part == "within"
-                    else losses["trained"][:, trained - 1 :]
-                )
-                d = paired(
-                    dict(enumerate(values.tolist())),
-                    dict(enumerate(base.mean(1).tolist())),
-                    (name, "trained"),
-                )
-                row[f"{part}_minus_trained"] = d.to_dict()
+            for i, part in enumerate(("within", "past")):
+                a, b = (dict(enumerate(split[n][i].tolist())) for n in (name, "trained"))
+                row[f"{part}_minus_trained"] = paired(a, b, (name, "trained")).to_dict()
         rows.append(row)
     report = {
         "run": cfg.run,

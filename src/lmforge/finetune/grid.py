@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from lmforge.errors import ConfigError, DataError
-from lmforge.finetune.summary import Comparison, compare, read_rows, render, render_comparisons, verdict
+from lmforge.finetune.summary import (
+    Comparison,
+    SummaryConfig,
+    compare,
+    read_rows,
+    referenced,
+    render,
+    render_comparisons,
+    verdict,
+)
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult
 from lmforge.structured import Group, rooted
@@ -94,13 +103,11 @@ def run(plan: Plan) -> StageResult:
     grid = read_rows(Path(cfg.rows_dir))
     order = ranked(grid)
     best = order[0][0]
-    references: dict[str, dict[str, Any]] = {}
-    for folder in cfg.reference_dirs:
-        references.update({k: v for k, v in read_rows(Path(folder)).items() if k not in references})
-    if cfg.against not in references:
-        raise DataError(f"grid.against: row {cfg.against!r} is in none of {cfg.reference_dirs}")
-    rows = {cfg.chosen: grid[best], cfg.against: references[cfg.against]}
     comparison = Comparison(cfg.chosen, cfg.against, cfg.claim, cfg.margin)
+    found = referenced(SummaryConfig(reference_dirs=cfg.reference_dirs, comparisons=[comparison]), {})
+    if cfg.against not in found:
+        raise DataError(f"grid.against: row {cfg.against!r} is in none of {cfg.reference_dirs}")
+    rows = {cfg.chosen: grid[best], cfg.against: found[cfg.against]}
     metric, d, mean_a, mean_b = compare(rows, comparison, cfg.level)
     key = f"{cfg.chosen}-vs-{cfg.against}"
     difference = {
