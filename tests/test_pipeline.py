@@ -26,6 +26,7 @@ import yaml
 from repo_copy import copy_repository
 
 from helpers import sweep_jobs
+from lmforge.export.card import card_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ["encoder", "decoder", "encoder_decoder"]
@@ -176,6 +177,10 @@ def test_smoke_pipeline_under_dvc(tmp_path):
         assert exported["max_abs_logit_diff"] <= 1e-4 and exported["tokenizer_ids_identical"], family
         assert family == "encoder" or exported["greedy_prompts"] > 0  # near-ties of a smoke model may differ
         assert (repo / "artifacts" / "hf" / family / "model.safetensors").is_file()
+        card = card_facts((repo / "artifacts" / "hf" / family / "README.md").read_text(encoding="utf-8"))
+        scores = json.loads((repo / "reports" / "eval" / f"{family}.json").read_text())
+        [result] = card["model-index"][0]["results"]  # the model card carries this run's evaluate scores
+        assert result["metrics"][0]["value"] == round(scores["test_perplexity"], 4), family
 
     assert _ran(_dvc(["repro"], repo, env)) == set()  # nothing changed, nothing runs
 

@@ -15,6 +15,9 @@ class ExportConfig:
     checkpoints_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
     out_dir: str = rooted("artifacts/hf", "${paths.artifacts}/hf")
     reports_dir: str = rooted("reports/export", "${paths.reports}/export")  # {reports_dir}/{run}.json
+    # The model card's facts: the evaluate stage's {eval_dir}/{run}.json and the prepare stage's data card.
+    eval_dir: str = rooted("reports/eval", "${paths.reports}/eval")
+    data_card: str = rooted("reports/data_card.md", "${paths.reports}/data_card.md")
     # The check against transformers: logits on windows of the test split, greedy continuations.
     windows: int = 8  # test windows of `length` tokens
     length: int = 64

@@ -120,11 +120,11 @@ def tokenizer_config(tokenizer: Tokenizer) -> dict[str, Any]:
 
 
 def export_pretrained(
-    model: nn.Module, folder: str | Path, tokenizer_file: str | Path | None = None
+    model: nn.Module, folder: str | Path, tokenizer_file: str | Path | None = None, card: str | None = None
 ) -> Exporter:
-    """Write `model` (with `model.config`) as a Hugging Face folder. Every file is written into a
-    temporary folder beside `folder`, which replaces it by renames only once complete: an error leaves
-    the previous export as it was."""
+    """Write `model` (with `model.config`) as a Hugging Face folder, with `card` as its README.md. Every
+    file is written into a temporary folder beside `folder`, which replaces it by renames only once
+    complete: an error leaves the previous export as it was."""
     config: ModelConfig = model.config
     exporter, tensors = hf_state(model, config)
     hf = {
@@ -146,6 +146,8 @@ def export_pretrained(
     try:
         (staging / "config.json").write_text(json.dumps(hf, indent=2, sort_keys=True) + "\n")
         save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        if card is not None:
+            (staging / "README.md").write_text(card, encoding="utf-8")
         if tokenizer is not None:
             shutil.copyfile(tokenizer_file, staging / "tokenizer.json")
             (staging / "tokenizer_config.json").write_text(

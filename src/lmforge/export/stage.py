@@ -2,8 +2,10 @@
 reference implementation.
 
 Reads {checkpoints_dir}/{run}/{checkpoint}.ckpt (`weights_only=True`), the tokenizer it was trained
-with and that tokenizer's encoded test split. Writes {out_dir}/{run}/ (config.json, model.safetensors,
-tokenizer.json, tokenizer_config.json) and {reports_dir}/{run}.json. The check loads the folder with
+with and that tokenizer's encoded test split, and for the model card the evaluate stage's
+{eval_dir}/{run}.json and the data card. Writes {out_dir}/{run}/ (config.json, model.safetensors,
+tokenizer.json, tokenizer_config.json, README.md: the model card, `lmforge.export.card`) and
+{reports_dir}/{run}.json. The check loads the folder with
 `transformers` (`AutoModelFor...`, `AutoTokenizer`; peft brings it along) and compares, on windows
 of the test split: the logits (largest absolute difference, which must stay within
 `export.tolerance`), greedy continuations of the first tokens of each window (decoders and
@@ -22,7 +24,8 @@ from torch import nn
 from lmforge.data.datasets import PackedDataset
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import DataError
-from lmforge.export.hf import export_pretrained
+from lmforge.export.card import card_for
+from lmforge.export.hf import export_pretrained, exporter_for
 from lmforge.hf.architectures import ARCHITECTURES
 from lmforge.hf.load import load_pretrained
 from lmforge.io import write_json
@@ -94,7 +97,11 @@ def run(plan: Plan) -> StageResult:
             f"{tokenizer.get_vocab_size()}; expected tokenizer={plan.tokenizer.name} to be the one it was trained with"
         )
     folder = Path(cfg.out_dir) / cfg.run
-    exporter = export_pretrained(model, folder, tokenizer_file)
+    found = exporter_for(config)
+    card = card_for(cfg.run, config.family, found.architecture, found.model_type,
+                    sum(p.numel() for p in model.parameters()), AUTO_CLASSES[config.family],
+                    Path(cfg.eval_dir) / f"{cfg.run}.json", Path(cfg.data_card))  # fmt: skip
+    exporter = export_pretrained(model, folder, tokenizer_file, card)
 
     ids = windows(encoded_dir, min(cfg.length, config.max_seq_len), specials.eos, cfg.windows)
     ours = logits(model, ids, config.family, hf=False)

@@ -5,6 +5,7 @@ fixed table `lmforge.hf.rotary` holds)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,6 +20,7 @@ from lmforge.hf.common import (
     one_kv_head_per_query,
     refuse,
 )
+from lmforge.hf.rename import backwards, prefixed
 from lmforge.hf.rotary import interleave_rotary, roformer_table
 
 if TYPE_CHECKING:
@@ -128,41 +130,25 @@ def bert_hf_config(config: ModelConfig, model_type: str) -> dict[str, Any]:
     return out
 
 
+_QUERY_KEY = r"stack\.layers\.\d+\.attn\.[qk]_proj\.(weight|bias)"  # our rotary rows, in halves
+
+
 def bert_tensors(state: State, config: ModelConfig, prefix: str) -> State:
-    rotary = config.position.value == "rope"
-    out = {
-        f"{prefix}.embeddings.word_embeddings.weight": state["embeddings.tok.weight"],
-        f"{prefix}.embeddings.LayerNorm.weight": state["embeddings.norm.weight"],
-        f"{prefix}.embeddings.LayerNorm.bias": state["embeddings.norm.bias"],
-        f"{prefix}.embeddings.token_type_embeddings.weight": state.get(
-            "embeddings.seg.weight", torch.zeros(1, config.d_model)
-        ),  # no segments: the one type row HF adds to every token is zero
+    """`BERT_RULES` read backwards; RoFormer's query/key rows interleaved and its fixed table added."""
+    ours = {  # no segments: the one type row HF adds to every token is zero; no head bias: a zero one
+        "embeddings.seg.weight": torch.zeros(1, config.d_model),
+        "head.proj.bias": torch.zeros(config.vocab_size),
+        **state,
     }
+    if config.tie_embeddings:
+        del ours["head.proj.weight"]  # HF ties cls.predictions.decoder to the word embeddings itself
+    rotary = config.position.value == "rope"
+    if rotary:
+        ours = {
+            name: interleave_rotary(tensor, config.n_heads) if re.fullmatch(_QUERY_KEY, name) else tensor
+            for name, tensor in ours.items()
+        }
+    out = prefixed(backwards(ours, BERT_RULES), f"{prefix}.", outside=("cls.",))
     if rotary:
         out[f"{prefix}.encoder.embed_positions.weight"] = roformer_table(config.max_seq_len, config.head_size)
-    else:
-        out[f"{prefix}.embeddings.position_embeddings.weight"] = state["embeddings.pos.weight"]
-    names = {
-        "attn.q_proj": "attention.self.query",
-        "attn.k_proj": "attention.self.key",
-        "attn.v_proj": "attention.self.value",
-        "attn.out_proj": "attention.output.dense",
-        "attn_norm": "attention.output.LayerNorm",
-        "mlp.fc_in": "intermediate.dense",
-        "mlp.fc_out": "output.dense",
-        "mlp_norm": "output.LayerNorm",
-    }
-    for i in range(config.n_layers):
-        for ours, theirs in names.items():
-            for kind in ("weight", "bias"):
-                tensor = state[f"stack.layers.{i}.{ours}.{kind}"]
-                if rotary and ours in ("attn.q_proj", "attn.k_proj"):
-                    tensor = interleave_rotary(tensor, config.n_heads)
-                out[f"{prefix}.encoder.layer.{i}.{theirs}.{kind}"] = tensor
-    for kind in ("weight", "bias"):
-        out[f"cls.predictions.transform.dense.{kind}"] = state[f"head.transform.0.{kind}"]
-        out[f"cls.predictions.transform.LayerNorm.{kind}"] = state[f"head.transform.2.{kind}"]
-    out["cls.predictions.bias"] = state.get("head.proj.bias", torch.zeros(config.vocab_size))
-    if not config.tie_embeddings:
-        out["cls.predictions.decoder.weight"] = state["head.proj.weight"]
     return out

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lmforge.hf.common import HF_ACTIVATIONS, Rules, State, activation, refuse, untied_head
+from lmforge.hf.rename import backwards, prefixed
 
 if TYPE_CHECKING:
     from lmforge.model.config import ModelConfig
@@ -90,23 +91,18 @@ def gpt2_hf_config(config: ModelConfig) -> dict[str, Any]:
 
 
 def gpt2_tensors(state: State, config: ModelConfig) -> State:
-    """Conv1D keeps (in, out): every projection transposed; q|k|v fused along the output."""
-    out = {
-        "transformer.wte.weight": state["embeddings.tok.weight"],
-        "transformer.wpe.weight": state["embeddings.pos.weight"],
-    }
-    for i in range(config.n_layers):
-        ours, theirs = f"stack.layers.{i}.", f"transformer.h.{i}."
-        for kind in ("weight", "bias"):
-            out[theirs + f"ln_1.{kind}"] = state[ours + f"attn_norm.{kind}"]
-            out[theirs + f"ln_2.{kind}"] = state[ours + f"mlp_norm.{kind}"]
-        qkv = [state[ours + f"attn.{p}_proj.weight"] for p in "qkv"]
-        out[theirs + "attn.c_attn.weight"] = torch.cat(qkv, 0).t()
-        out[theirs + "attn.c_attn.bias"] = torch.cat([state[ours + f"attn.{p}_proj.bias"] for p in "qkv"])
-        for ours_name, theirs_name in (("attn.out_proj", "attn.c_proj"), ("mlp.fc_in", "mlp.c_fc"),
-                                       ("mlp.fc_out", "mlp.c_proj")):  # fmt: skip
-            out[theirs + f"{theirs_name}.weight"] = state[ours + f"{ours_name}.weight"].t()
-            out[theirs + f"{theirs_name}.bias"] = state[ours + f"{ours_name}.bias"]
-    out["transformer.ln_f.weight"] = state["stack.final_norm.weight"]
-    out["transformer.ln_f.bias"] = state["stack.final_norm.bias"]
-    return out | untied_head(state, config)
+    """`GPT2_RULES` read backwards, then what `gpt2_convert` undoes: q|k|v fused along the output, and
+    every Conv1D weight stored (in, out)."""
+    body = {name: tensor for name, tensor in state.items() if name != "head.proj.weight"}
+    renamed = backwards(body, GPT2_RULES)
+    out = {}
+    for name, tensor in renamed.items():
+        if ".attn.q_fused." in name:
+            out[name.replace("q_fused", "c_attn")] = torch.cat(
+                [renamed[name.replace("q_fused", f"{p}_fused")] for p in "qkv"]
+            )
+        elif "_fused." not in name:
+            out[name] = tensor
+    conv1d = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
+    out = {name: tensor.t() if conv1d.fullmatch(name) else tensor for name, tensor in out.items()}
+    return prefixed(out, "transformer.") | untied_head(state, config)

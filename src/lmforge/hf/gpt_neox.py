@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lmforge.hf.common import HF_ACTIVATIONS, Rules, State, activation, refuse, untied_head
+from lmforge.hf.rename import backwards, prefixed
 
 if TYPE_CHECKING:
     from lmforge.model.config import ModelConfig
@@ -116,19 +117,19 @@ def gpt_neox_hf_config(config: ModelConfig) -> dict[str, Any]:
 
 
 def gpt_neox_tensors(state: State, config: ModelConfig) -> State:
-    """GPT-NeoX fuses q, k, v per head: rows [q_h; k_h; v_h] for each head h in turn."""
-    out = {"gpt_neox.embed_in.weight": state["embeddings.tok.weight"]}
+    """`GPT_NEOX_RULES` read backwards, then q, k and v fused per head again: rows [q_h; k_h; v_h] for
+    each head h in turn (`gpt_neox_convert` splits them)."""
     heads, size = config.n_heads, config.head_size
-    for i in range(config.n_layers):
-        ours, theirs = f"stack.layers.{i}.", f"gpt_neox.layers.{i}."
-        for kind in ("weight", "bias"):
-            parts = [state[ours + f"attn.{p}_proj.{kind}"].reshape(heads, size, -1) for p in "qkv"]
+    body = {name: tensor for name, tensor in state.items() if name != "head.proj.weight"}
+    renamed = backwards(body, GPT_NEOX_RULES)
+    out = {}
+    for name, tensor in renamed.items():
+        if ".attention.q_fused." in name:
+            parts = [renamed[name.replace("q_fused", f"{p}_fused")].reshape(heads, size, -1) for p in "qkv"]
             fused = torch.cat(parts, dim=1).reshape(3 * heads * size, -1)
-            out[theirs + f"attention.query_key_value.{kind}"] = fused.squeeze(-1) if kind == "bias" else fused
-            for ours_name, theirs_name in (("attn_norm", "input_layernorm"), ("mlp_norm", "post_attention_layernorm"),
-                                           ("attn.out_proj", "attention.dense"), ("mlp.fc_in", "mlp.dense_h_to_4h"),
-                                           ("mlp.fc_out", "mlp.dense_4h_to_h")):  # fmt: skip
-                out[theirs + f"{theirs_name}.{kind}"] = state[ours + f"{ours_name}.{kind}"]
-    out["gpt_neox.final_layer_norm.weight"] = state["stack.final_norm.weight"]
-    out["gpt_neox.final_layer_norm.bias"] = state["stack.final_norm.bias"]
-    return out | untied_head(state, config)
+            out[name.replace("q_fused", "query_key_value")] = (
+                fused.squeeze(-1) if name.endswith("bias") else fused
+            )
+        elif "_fused." not in name:
+            out[name] = tensor
+    return prefixed(out, "gpt_neox.") | untied_head(state, config)

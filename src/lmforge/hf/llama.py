@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lmforge.hf.common import Rules, State, decoder_needs, refuse, untied_head
+from lmforge.hf.rename import backwards, prefixed
 
 if TYPE_CHECKING:
     from lmforge.model.config import ModelConfig
@@ -103,14 +104,6 @@ def llama_hf_config(config: ModelConfig, sliding: bool) -> dict[str, Any]:
 
 
 def llama_tensors(state: State, config: ModelConfig) -> State:
-    out = {"model.embed_tokens.weight": state["embeddings.tok.weight"]}
-    names = {
-        "attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj", "attn.v_proj": "self_attn.v_proj",
-        "attn.out_proj": "self_attn.o_proj", "mlp.fc_gate": "mlp.gate_proj", "mlp.fc_in": "mlp.up_proj",
-        "mlp.fc_out": "mlp.down_proj", "attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm",
-    }  # fmt: skip
-    for i in range(config.n_layers):
-        for ours, theirs in names.items():
-            out[f"model.layers.{i}.{theirs}.weight"] = state[f"stack.layers.{i}.{ours}.weight"]
-    out["model.norm.weight"] = state["stack.final_norm.weight"]
-    return out | untied_head(state, config)
+    """`LLAMA_RULES` read backwards, under `model.`; an untied head beside it."""
+    body = {name: tensor for name, tensor in state.items() if name != "head.proj.weight"}
+    return prefixed(backwards(body, LLAMA_RULES), "model.") | untied_head(state, config)
