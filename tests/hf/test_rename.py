@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from lmforge.errors import DataError
 from lmforge.hf.architectures import ARCHITECTURES
 from lmforge.hf.bert import BERT_RULES
 from lmforge.hf.gpt2 import GPT2_RULES
@@ -80,13 +81,13 @@ def test_every_name_written_renames_forwards_to_the_name_it_came_from(model_type
 
 
 def test_a_name_no_rule_writes_is_an_error():
-    with pytest.raises(ValueError, match="no rename rule writes stack.layers.0.attn.rel_bias"):
+    with pytest.raises(DataError, match="no rename rule writes stack.layers.0.attn.rel_bias"):
         backwards({"stack.layers.0.attn.rel_bias": torch.zeros(1)}, GPT2_RULES)
 
 
 def test_two_names_written_alike_are_an_error():
     rules = [(r"x\.(weight|bias)", r"a.\1"), (r"x\.(weight|bias)", r"b.\1")]
-    with pytest.raises(ValueError, match="both become x.weight"):
+    with pytest.raises(DataError, match="both become x.weight"):
         backwards({"a.weight": torch.zeros(1), "b.weight": torch.zeros(1)}, rules)
 
 

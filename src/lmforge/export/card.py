@@ -36,13 +36,18 @@ EVAL_KEYS = ("test_loss", "test_perplexity", "test_accuracy", "test_n_tokens", "
 SOURCE = re.compile(r"^- \*\*(?P<key>[^*]+)\*\*: (?P<value>.+)$")
 
 
+def _reason(err: Exception) -> str:
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+
+
 def evaluation(path: Path) -> dict[str, float]:
     """The evaluate stage's test scores of the run; one line if the report is missing or lacks one."""
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DataError(
-            f"{path}: unreadable ({err}); expected the evaluate stage's report of this run"
+            f"{path}: unreadable ({_reason(err)}); expected the evaluate stage's report of this run for its "
+            "model card (run pipelines/evaluate.py with its run_name first, or set export.eval_dir)"
         ) from None
     missing = [key for key in EVAL_KEYS if not isinstance(report.get(key), (int, float))]
     if missing:
@@ -55,7 +60,10 @@ def data_source(path: Path) -> tuple[str, dict[str, str]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: unreadable ({err}); expected the prepare stage's data card") from None
+        raise DataError(
+            f"{path}: unreadable ({_reason(err)}); expected the prepare stage's data card of the corpus "
+            "it was trained on (set export.data_card)"
+        ) from None
     name = (
         lines[0].removeprefix("# Data card: ").strip()
         if lines and lines[0].startswith("# Data card:")

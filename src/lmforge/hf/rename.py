@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from lmforge.errors import DataError
 from lmforge.hf.common import Rules, State
 
 SPECIAL = ".^$*+?{}[]|()"  # what a regex escapes to mean itself
@@ -129,11 +130,16 @@ def backwards(state: Mapping[str, object], rules: Rules) -> State:
             if match:
                 hf = "".join(p if isinstance(p, str) else match[f"g{p.number}"] for p in rule.hf)
                 if hf in out:
-                    raise ValueError(f"export: {name} and another tensor both become {hf}")
+                    raise DataError(
+                        f"hf export: {name} and another tensor both become {hf}; expected one each"
+                    )
                 out[hf] = tensor
                 break
         else:
-            raise ValueError(f"export: no rename rule writes {name}; expected one rule per parameter")
+            raise DataError(
+                f"hf export: no rename rule writes {name}; expected the architecture to refuse a model "
+                "with this parameter (its *_mismatches) or a rule for it"
+            )
     return out  # type: ignore[return-value]
 
 
