@@ -1,10 +1,12 @@
-"""Write one of our models as a Hugging Face folder: `config.json`, `model.safetensors` and, given a
-tokenizer, `tokenizer.json` + `tokenizer_config.json`, loadable by `transformers`' `from_pretrained`.
+"""Write one of our models as a Hugging Face folder: `config.json`, `model.safetensors`, given a
+tokenizer `tokenizer.json` + `tokenizer_config.json`, and given a model card (`lmforge.export.card`)
+`README.md`, loadable by `transformers`' `from_pretrained`.
 
 Each architecture's two directions live in one module of `lmforge.hf` (bert, which writes RoFormer
 too; gpt2, gpt_neox, llama, t5): beside the config reader and rename rules of the import, its
 `*_mismatches` (the ModelConfig values it cannot express), `*_hf_config` (config.json) and
-`*_tensors` (our state dict under HF names, reshaped where HF lays weights out otherwise). This module
+`*_tensors` (our state dict under HF names: the import's rename rules read backwards by
+`lmforge.hf.rename`, T5's spelled out; reshaped where HF lays weights out otherwise). This module
 holds their table, `EXPORTERS`, one `Exporter` per HF `model_type`. The first exporter that expresses
 a config is used; none is one `DataError` line naming, per architecture, the first value it cannot
 express. The three models of the default pipeline map to RoFormer (the BERT with rotary positions),
