@@ -6,16 +6,15 @@ score read from what the job returned.
     python -m scripts.search pretrain --multirun sweep=search_decoder hydra.sweeper.n_trials=30
 
 The space is `hydra.sweeper.params` (a preset under conf/sweep/ sets it) plus any sweep on the command
-line: `interval(a, b)` is a float range (`tag(log, interval(a, b))` on a log scale; integer bounds
-make it an integer range), `choice(a, b, c)` and `range(a, b, step)` are categories. Other overrides
-are fixed for every trial.
+line: `interval(a, b)` is a float range (`tag(log, interval(a, b))` on a log scale,
+`int(interval(a, b))` an integer one), `choice(a, b, c)` and `range(a, b, step)` are categories. Other
+overrides are fixed for every trial.
 
 A study keeps everything in its folder (`dir`): its Optuna journal (study.journal), so running the
 same command again resumes it until `n_trials` trials have finished (a trial left RUNNING by a killed
 study is recorded as FAILED); trial n's Hydra job folder `<dir>/<n>/`, since trial n runs as Hydra job
 n with `hydra.sweep.dir=<dir>`, so `${hydra:job.num}` and `${hydra:sweep.dir}` name its outputs the
-same way on every resume.
-A trial whose objective is NaN (a diverged run) is recorded as FAILED and the search goes on; a job
+same way on every resume. A trial whose objective is NaN (a diverged run) is recorded as FAILED and the search goes on; a job
 that raises stops the study (a crash is a bug to chase, not a sample). `study.json` beside the
 journal lists every trial (state, settings, score, the job's folder) and the best one.
 
