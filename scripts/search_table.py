@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from lmforge.stats import paired
+from lmforge.stats import mean_std, paired
 
 
 def load(folder: Path) -> dict:
@@ -75,7 +75,7 @@ def seeds_table(a_folder: Path, b_folder: Path) -> str:
         "|---" * (len(a_seeds) + 2) + "|",
     ]
     for study, seeds in ((a, a_seeds), (b, b_seeds)):
-        mean = sum(seeds.values()) / len(seeds)
+        mean, _ = mean_std(list(seeds.values()))
         lines.append(
             f"| {study['study']} | "
             + " | ".join(f"{seeds[s]:.3f}" for s in sorted(seeds))

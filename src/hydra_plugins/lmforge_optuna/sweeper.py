@@ -14,9 +14,10 @@ A study keeps everything in its folder (`dir`): its Optuna journal (study.journa
 same command again resumes it until `n_trials` trials have finished (a trial left RUNNING by a killed
 study is recorded as FAILED); trial n's Hydra job folder `<dir>/<n>/`, since trial n runs as Hydra job
 n with `hydra.sweep.dir=<dir>`, so `${hydra:job.num}` and `${hydra:sweep.dir}` name its outputs the
-same way on every resume. A trial whose objective is NaN (a diverged run) is recorded as FAILED and the search goes on; a job
-that raises stops the study (a crash is a bug to chase, not a sample). `study.json` beside the
-journal lists every trial (state, settings, score, the job's folder) and the best one.
+same way on every resume. A trial whose objective is NaN (a diverged run) is recorded as FAILED and
+the search goes on; a job that raises stops the study (a crash is a bug to chase, not a sample).
+`study.json` beside the journal lists every trial (state, settings, score, the job's folder) and the
+best one.
 
 Hydra imports this module at the start of every run (it scans `hydra_plugins`), so Optuna is
 imported only when a study runs. The class must live under `hydra_plugins` for Hydra to accept it.
