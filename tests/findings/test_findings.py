@@ -257,12 +257,8 @@ def distill(gap: tuple[float, float], keep: tuple[float, float], beat: tuple[flo
         ((0.02, 0.01), (0.85, 0.01), (0.03, 0.01), REFUTED),  # keeps less than 90%
         ((0.02, 0.01), (0.99, 0.005), (0.0, 0.01), NOT_DISTINGUISHABLE),  # cannot tell it from its control
         ((0.02, 0.01), (0.90, 0.02), (0.03, 0.01), NOT_DISTINGUISHABLE),  # retention covers 90%
-        (
-            (0.00, 0.01),
-            (0.99, 0.005),
-            (0.03, 0.01),
-            REPRODUCED,
-        ),  # decided even where the teacher is no better
+        # decided even where the teacher is no better
+        ((0.00, 0.01), (0.99, 0.005), (0.03, 0.01), REPRODUCED),
         ((-0.002, 0.06), (0.994, 0.093), (0.003, 0.051), NOT_DISTINGUISHABLE),  # the default run's sentiment
     ],
 )
@@ -536,9 +532,8 @@ def test_lora_names_a_sequential_look_and_its_level(tmp_path):
     parts = {p.name: p for p in found.parts}
     assert parts["MiniLM (90 steps)"].verdict == REPRODUCED
     assert parts["MiniLM (90 steps)"].note.endswith("8 seeds, 98.75% interval at look 2 of 4")
-    assert parts["our encoder (the row's settings)"].note.endswith(
-        "8 seeds"
-    )  # a fixed-seed comparison: no look
+    # a fixed-seed comparison: no look
+    assert parts["our encoder (the row's settings)"].note.endswith("8 seeds")
 
 
 def test_norms_read_the_benchmark_s_widths_as_parts_of_their_own(tmp_path):

@@ -111,9 +111,8 @@ def distill_summary(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Pa
                 f"retention {keep.show(scale=100, digits=1, suffix='%', signed=False)}, student - control "
                 f"{beat.points()}"
             )
-            if (
-                not gap.above()
-            ):  # decided all the same, by its own intervals; the reader is told why it is weak
+            # decided all the same, by its own intervals; the reader is told why it is weak
+            if not gap.above():
                 note += f"; the teacher does not beat scratch ({gap.points()}), so it has little to pass on"
             parts.append(Part(name, {"keep": keep, "beat": beat}, note=note))
     figure = forest(intervals, 100, "points", figures / claim.figure, claim.keys["figure_title"])
