@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -e ".[dev]" -c constraints.txt
 	touch $@
 
-.PHONY: install repro test test-fast bench
+.PHONY: install repro test test-fast bench status catch-up
 install: $(VENV)/.installed
 
 # Both dvc.yaml files are written from their templates (pipelines/stages.yaml and the experiments')
@@ -22,7 +22,19 @@ install: $(VENV)/.installed
 # import, are the whole change that brings a task or a file into the pipeline.
 repro: install  ## the default pipeline: prepare -> tokenizers -> encode -> pretrain x3 -> evaluate -> tasks -> fine-tuning -> distillation
 	python -m scripts.dvc_yaml
-	TOKENIZERS_PARALLELISM=false dvc repro
+	TOKENIZERS_PARALLELISM=false python -m lmforge.freshness repro
+
+# The stages of both pipelines that lag the code (a dependency changed since their lock entry), in
+# dependency order with their last measured durations; WRITE=1 also rewrites the stale marks
+# (pipelines/experiments/stale.json, the docs' blocks) and reruns `findings` when they moved.
+status: install  ## what the experiments owe, and the hours a catch-up costs (docs/pipeline.md#landing-in-steps)
+	python -m lmforge.freshness status $(if $(WRITE),--write,)
+
+# Reruns owed stages in dependency order within BUDGET (2h, 90m, 600s), locking each as it ends;
+# the next call continues where this one stopped.
+BUDGET ?= 2h
+catch-up: install  ## rerun the owed stages that fit in BUDGET (default 2h)
+	TOKENIZERS_PARALLELISM=false python -m lmforge.freshness catch-up --budget $(BUDGET)
 
 # Most tests spend their time on one core (process start-ups, dvc, Hydra), so `make test` runs the
 # longest of them, the smoke pipeline (tests/test_pipeline.py), in a process of its own beside all

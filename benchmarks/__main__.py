@@ -5,6 +5,7 @@
     python -m benchmarks --quick            # fewer rounds: a smoke run, numbers not written
     python -m benchmarks --compile          # train_step also runs ours under torch.compile
     python -m benchmarks --only data_scale  # the data stages at 10 MB, 100 MB, 1 GB (~40 min; not in "all")
+    python -m benchmarks --only knob_cost   # seconds per step of each speedrun knob (~3 min; not in "all")
 
 Ours and the peer of each row run interleaved in the same process (the host drifts +-20% within
 minutes); the ratio is ours / peer, higher is better. MFU is the share of the fp32 matmul peak
@@ -25,6 +26,7 @@ from benchmarks import (
     data_scale,
     dvc_status,
     generation,
+    knob_cost,
     lightning_overhead,
     linear_ce,
     norms,
@@ -46,8 +48,9 @@ GROUPS = {
     "dvc": lambda quick, peak, compiled: dvc_status.run(quick),
     "norms": lambda quick, peak, compiled: norms.run(quick),
     "data_scale": lambda quick, peak, compiled: data_scale.run(quick),  # rows and flat keys
+    "knob_cost": lambda quick, peak, compiled: knob_cost.run(quick),
 }
-ON_REQUEST = ("data_scale",)  # groups that run only when --only names them
+ON_REQUEST = ("data_scale", "knob_cost")  # groups that run only when --only names them
 
 
 def fmt(value: float | None, pattern: str) -> str:

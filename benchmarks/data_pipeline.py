@@ -17,6 +17,7 @@ ours = tokens/s over the wall time, peer = tokens/s over the time inside batches
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,7 @@ from benchmarks.lightning_overhead import (
     quiet,
     random_batches,
 )
+from lmforge.model.config import ModelConfig
 from lmforge.objectives import CausalLMCollator
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.config import TrainConfig, objective_config
@@ -144,19 +146,19 @@ class WaitClock(L.Callback):
             self.tokens += batch["input_ids"].numel()
 
 
-def real_data(seed: int = 1234) -> tuple[PretrainDataModule, dict[str, Any]]:
+def real_data(seed: int = 1234) -> tuple[PretrainDataModule, ModelConfig]:
     """The pretrain stage's datamodule for clm on the BPE-encoded corpus, and the model it fits."""
     tokenizer = load_tokenizer(TOKENIZER)
     specials, vocab = special_token_ids(tokenizer), tokenizer.get_vocab_size()
     train = TrainConfig(batch_size=BATCH, seq_len=SEQ, num_workers=0)
-    datamodule = PretrainDataModule(str(ENCODED), objective_config(OBJECTIVE), train, specials, vocab, seed)
-    return datamodule, {**MODEL, "vocab_size": vocab, "pad_token_id": specials.pad}
+    datamodule = PretrainDataModule(str(ENCODED), OBJECTIVE, train, specials, vocab, seed)
+    return datamodule, dataclasses.replace(MODEL, vocab_size=vocab, pad_token_id=specials.pad)
 
 
 def data_wait(steps: int, warm: int) -> Row:
     if TOKENIZER.is_file() and ENCODED.is_dir():
         datamodule, model = real_data()
-        module = PretrainModule(model=model, objective=OBJECTIVE, optim=OPTIM, max_steps=500)
+        module = PretrainModule(model, OBJECTIVE, OPTIM, 500)
         data: dict[str, Any] = {"datamodule": datamodule}
         source = f"{ENCODED} (train split), PretrainDataModule, num_workers=0"
     else:

@@ -16,7 +16,7 @@ the test split, with the unigram baseline it counts over the training split). ML
 Per stage and size: wall seconds, MB of corpus text per second (the jsonl's sentence bytes over the
 stage's seconds) and peak RSS (`os.wait4`'s ru_maxrss, taken by a small process that forks the
 stage: the stage's process or, if larger, its largest worker). Beside encode, in the same run and on the same sentences, bare
-`Tokenizer.encode_batch` of the same tokenizer with TOKENIZERS_PARALLELISM=true, the fastest this
+`Tokenizer.encode_batch` of the same tokenizer with TOKENIZERS_PARALLELISM=true (65,536 sentences a call), the fastest this
 machine tokenises the text (sentences read into memory first, not timed).
 
     python -m benchmarks --only data_scale                  # every size, writes reports/bench/data_scale.json
@@ -45,6 +45,7 @@ from lmforge.data.documents import read_split
 GROUP = "data_scale"
 POOL = Path("data/large/prepared")  # data=large's prepared corpus
 SIZES = {"10mb": 10e6, "100mb": 100e6, "1gb": 1e9}
+BARE_BATCH = 65_536  # sentences per `encode_batch` call of the bare reference
 STAGES = ("prepare", "tokenizer", "encode", "pretrain", "validate")
 TOKENIZER = (
     "bpe"  # the preset; its files go under the name bench_bpe, apart from the pipeline's (and its lock)
@@ -113,7 +114,9 @@ def run_stage(argv: list[str], log: Path) -> tuple[float, float]:
 
 
 def bare_encode_seconds(tokenizer_file: Path, prepared: Path) -> float:
-    """Seconds of one `encode_batch` over every train sentence, both cores, in a fresh process."""
+    """Seconds of `encode_batch` over every train sentence, both cores, in a fresh process: batches of
+    BARE_BATCH sentences, each batch's encodings dropped before the next (one call over 1 GB of text
+    holds every `Encoding` at once and ran out of this machine's 24 GB)."""
     code = (
         "import os, sys, time\n"
         "os.environ['TOKENIZERS_PARALLELISM'] = 'true'\n"
@@ -121,12 +124,14 @@ def bare_encode_seconds(tokenizer_file: Path, prepared: Path) -> float:
         "from lmforge.data.documents import read_split\n"
         "tok = Tokenizer.from_file(sys.argv[1])\n"
         "sentences = [s for doc in read_split(sys.argv[2], 'train') for s in doc.sentences]\n"
+        "n = int(sys.argv[3])\n"
         "start = time.perf_counter()\n"
-        "tok.encode_batch(sentences, add_special_tokens=False)\n"
+        "for i in range(0, len(sentences), n):\n"
+        "    tok.encode_batch(sentences[i : i + n], add_special_tokens=False)\n"
         "print(time.perf_counter() - start)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(tokenizer_file), str(prepared)],
+        [sys.executable, "-c", code, str(tokenizer_file), str(prepared), str(BARE_BATCH)],
         capture_output=True,
         text=True,
         check=True,

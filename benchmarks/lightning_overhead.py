@@ -28,19 +28,21 @@ from lightning.fabric.utilities.warnings import PossibleUserWarning
 from torch.utils.data import DataLoader
 
 from benchmarks.common import Row, interleave, matmul_peak, median, write_report
+from lmforge.model.config import load_model_config
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind, OptimConfig
 from lmforge.training.module import PretrainModule
 
 GROUP = "lightning"
-MODEL: dict[str, Any] = {  # conf/model/gpt_tiny.yaml at the benchmark width
+MODEL = load_model_config({  # conf/model/gpt_tiny.yaml at the benchmark width
     "family": "decoder", "vocab_size": 8192, "d_model": 256, "n_layers": 4, "n_heads": 4,
     "d_ff": 1024, "max_seq_len": 128, "position": "learned", "norm": "layer",
     "norm_placement": "pre", "activation": "gelu", "dropout": 0.0,
-}  # fmt: skip
-OBJECTIVE: dict[str, Any] = {"name": "clm", "kind": "clm", "label_smoothing": 0.0}  # conf/objective/clm.yaml
-OPTIM: dict[str, Any] = {  # conf/optim/adamw.yaml
-    "name": "adamw", "lr": 2e-3, "weight_decay": 0.1, "betas": [0.9, 0.95], "eps": 1e-8,
-    "schedule": "cosine", "warmup_steps": 100, "min_lr_ratio": 0.1,
-}  # fmt: skip
+})  # fmt: skip
+OBJECTIVE = ObjectiveConfig(name="clm", kind=ObjectiveKind.clm)  # conf/objective/clm.yaml
+OPTIM = OptimConfig(  # conf/optim/adamw.yaml
+    name="adamw", lr=2e-3, weight_decay=0.1, betas=[0.9, 0.95], eps=1e-8,
+    schedule="cosine", warmup_steps=100, min_lr_ratio=0.1,
+)  # fmt: skip
 CLIP = 1.0  # conf/trainer/cpu.yaml gradient_clip_val
 
 Batch = dict[str, torch.Tensor]
@@ -48,13 +50,13 @@ Batch = dict[str, torch.Tensor]
 
 def build_module(max_steps: int = 500) -> PretrainModule:
     torch.manual_seed(0)
-    return PretrainModule(model=MODEL, objective=OBJECTIVE, optim=OPTIM, max_steps=max_steps)
+    return PretrainModule(MODEL, OBJECTIVE, OPTIM, max_steps)
 
 
 def random_batches(n: int, batch_size: int = 16, seq_len: int = 128) -> list[Batch]:
     """What `CausalLMCollator` returns for packed blocks: input_ids and labels, nothing padded."""
     g = torch.Generator().manual_seed(1)
-    ids = [torch.randint(102, MODEL["vocab_size"], (batch_size, seq_len), generator=g) for _ in range(n)]
+    ids = [torch.randint(102, MODEL.vocab_size, (batch_size, seq_len), generator=g) for _ in range(n)]
     return [{"input_ids": x, "labels": x.clone()} for x in ids]
 
 

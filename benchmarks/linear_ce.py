@@ -39,7 +39,6 @@ from benchmarks.time_to_quality import optimizer_step, plan_of, recipes, stage_p
 from lmforge.objectives import CausalLMObjective
 from lmforge.scaling import cell as cells_mod
 from lmforge.scaling.sweep import Sweep, make_sweep
-from lmforge.structured import plain
 from lmforge.training.module import PretrainModule
 
 CHUNKS = (64, 128, 256, 512, 1024)  # rows per chunk: 1,024 x 8,192 fp32 logits are 32 MiB
@@ -62,7 +61,7 @@ def scaling_steps(sweep: Sweep, chunk: int | None) -> dict[str, Callable[[], obj
     for cell in (smallest, largest):
         torch.manual_seed(cell.seed)
         optim = dataclasses.replace(setting.optim, lr=cell.lr)
-        module = PretrainModule(cell.model, plain(setting.objective), plain(optim), max_steps=cell.steps)
+        module = PretrainModule(cell.model, setting.objective, optim, cell.steps)
         module.train()
         data = cells_mod.datamodule(setting, Path(tempfile.mkdtemp(prefix="linear_ce_")), cell.seed)
         steps[cell.name] = optimizer_step(module, data, setting.trainer.gradient_clip_val)

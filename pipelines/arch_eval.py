@@ -5,15 +5,14 @@ the decoders of arch_pretrain (reports/arch/, logged to MLflow).
 python pipelines/arch_eval.py
 """
 
-from lmforge.architecture.config import arch_config
-from lmforge.architecture.stage import run
+from lmforge.architecture.stage import ArchEvalPlan, run
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import train_config
 
 STAGE = Stage(
-    "arch_eval", run, reads={"arch": arch_config, "tokenizer": tokenizer_config, "train": train_config}
+    "arch_eval",
+    run,
+    ArchEvalPlan,
 )
 
 

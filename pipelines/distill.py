@@ -5,33 +5,15 @@ python pipelines/distill.py distill=scratch tokenizer=wordpiece run_name=encoder
 python pipelines/distill.py distill.layer_map=[0,3] distill.temperature=4 run_name=encoder-t4
 """
 
-from lmforge.distill.config import distill_config
-from lmforge.distill.stage import folders, run, will_resume
+from lmforge.distill.stage import DistillPlan, folders, run, will_resume
 from lmforge.door import cli
-from lmforge.stage import Stage, run_name_value, seed_value
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import (
-    objective_config,
-    optim_config,
-    schedule_fits_run,
-    train_config,
-    trainer_config,
-)
-from lmforge.training.pretrain import extends
+from lmforge.stage import Stage
+from lmforge.training.pretrain import extends, schedule_fits_run
 
 STAGE = Stage(
     "distill",
     run,
-    reads={
-        "distill": distill_config,
-        "tokenizer": tokenizer_config,
-        "objective": objective_config,  # used only by a teacher without one (an hf: folder)
-        "optim": optim_config,
-        "trainer": trainer_config,
-        "train": train_config,
-        "seed": seed_value,
-        "run_name": run_name_value,
-    },
+    DistillPlan,
     instance_key="run_name",
     will_resume=will_resume,
     checks=(schedule_fits_run,),

@@ -3,15 +3,14 @@
 python pipelines/distill_summary.py
 """
 
-from lmforge.distill.summary import distill_summary_config, run
+from lmforge.distill.summary import DistillSummaryPlan, run
 from lmforge.door import cli
-from lmforge.stage import Stage, seed_value
-from lmforge.training.config import train_config
+from lmforge.stage import Stage
 
 STAGE = Stage(
     "distill_summary",
     run,
-    reads={"distill_summary": distill_summary_config, "train": train_config, "seed": seed_value},
+    DistillSummaryPlan,
 )
 
 

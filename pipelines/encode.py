@@ -4,14 +4,15 @@ Writes data/encoded/{name}/{split}.bin, {split}.sentences.npy, {split}.documents
 (Named encode.py, not tokenize.py, which would shadow the standard library module.)
 """
 
-from lmforge.data.config import data_config
 from lmforge.door import cli
-from lmforge.encoding.encode import run
+from lmforge.encoding.encode import EncodePlan, run
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
 
 STAGE = Stage(
-    "encode", run, reads={"data": data_config, "tokenizer": tokenizer_config}, instance_key="tokenizer.name"
+    "encode",
+    run,
+    EncodePlan,
+    instance_key="tokenizer.name",
 )
 
 

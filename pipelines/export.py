@@ -6,15 +6,13 @@ python pipelines/export.py export.run=encoder tokenizer=wordpiece export.out_dir
 """
 
 from lmforge.door import cli
-from lmforge.export.config import export_config
-from lmforge.export.stage import run
+from lmforge.export.stage import ExportPlan, run
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
 
 STAGE = Stage(
     "export",
     run,
-    reads={"export": export_config, "tokenizer": tokenizer_config},
+    ExportPlan,
     instance_key="export.run",
     owns=lambda plan: [f"{plan.export.out_dir}/{plan.export.run}"],
 )

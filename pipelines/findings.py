@@ -6,11 +6,14 @@ python pipelines/findings.py
 """
 
 from lmforge.door import cli
-from lmforge.findings.config import findings_config
-from lmforge.findings.stage import run
+from lmforge.findings.stage import FindingsPlan, run
 from lmforge.stage import Stage
 
-STAGE = Stage("findings", run, reads={"findings": findings_config})
+STAGE = Stage(
+    "findings",
+    run,
+    FindingsPlan,
+)
 
 
 if __name__ == "__main__":

@@ -13,26 +13,18 @@ python pipelines/finetune.py row=encoder-pos trainer=ddp_cpu                # 2 
 """
 
 from lmforge.door import cli
-from lmforge.finetune.config import adapt_config, finetune_config
-from lmforge.finetune.stage import run, starts_from
-from lmforge.stage import Stage, run_name_value
-from lmforge.tasks.config import task_config
-from lmforge.training.config import trainer_config
+from lmforge.finetune.stage import LOOP, FinetunePlan, run, starts_from
+from lmforge.stage import Stage
 
 STAGE = Stage(
     "finetune",
     run,
-    reads={
-        "task": task_config,
-        "finetune": finetune_config,
-        "adapt": adapt_config,
-        "trainer": trainer_config,  # hardware, strategy, precision, clipping; the loop is finetune's
-        "run_name": run_name_value,
-    },
+    FinetunePlan,
     instance_key="run_name",
     starts_from=starts_from,  # tags the row with the pretraining (or distillation) run it starts from
     score=("test/score", "max"),  # the row's mean test score over its seeds
     registers=lambda plan: f"finetune-{plan.task.name}",  # the best row of each task: @champion
+    decided=LOOP,
 )
 
 

@@ -6,10 +6,14 @@ python pipelines/finetune_grid.py grid=lora_encoder
 """
 
 from lmforge.door import cli
-from lmforge.finetune.grid import grid_config, run
+from lmforge.finetune.grid import GridPlan, run
 from lmforge.stage import Stage
 
-STAGE = Stage("finetune_grid", run, reads={"grid": grid_config})
+STAGE = Stage(
+    "finetune_grid",
+    run,
+    GridPlan,
+)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,14 @@ python pipelines/finetune_sequential.py sequential=minilm_lora
 """
 
 from lmforge.door import cli
-from lmforge.finetune.sequential import run, sequential_config
+from lmforge.finetune.sequential import SequentialPlan, run
 from lmforge.stage import Stage
 
-STAGE = Stage("finetune_sequential", run, reads={"sequential": sequential_config})
+STAGE = Stage(
+    "finetune_sequential",
+    run,
+    SequentialPlan,
+)
 
 
 if __name__ == "__main__":

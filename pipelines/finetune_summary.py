@@ -4,10 +4,14 @@ python pipelines/finetune_summary.py
 """
 
 from lmforge.door import cli
-from lmforge.finetune.summary import run, summary_config
+from lmforge.finetune.summary import SummaryPlan, run
 from lmforge.stage import Stage
 
-STAGE = Stage("finetune_summary", run, reads={"summary": summary_config})
+STAGE = Stage(
+    "finetune_summary",
+    run,
+    SummaryPlan,
+)
 
 
 if __name__ == "__main__":

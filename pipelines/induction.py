@@ -7,32 +7,14 @@ python pipelines/induction.py model=gpt_micro induction.name=decoder_share0   # 
 """
 
 from lmforge.door import cli
-from lmforge.induction.config import induction_config
-from lmforge.induction.stage import run
-from lmforge.model.config import model_config
-from lmforge.stage import Stage, seed_value
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import (
-    objective_config,
-    optim_config,
-    schedule_fits_run,
-    train_config,
-    trainer_config,
-)
+from lmforge.induction.stage import InductionPlan, run
+from lmforge.stage import Stage
+from lmforge.training.pretrain import schedule_fits_run
 
 STAGE = Stage(
     "induction",
     run,
-    reads={
-        "induction": induction_config,
-        "tokenizer": tokenizer_config,
-        "model": model_config,
-        "objective": objective_config,
-        "optim": optim_config,
-        "trainer": trainer_config,
-        "train": train_config,
-        "seed": seed_value,
-    },
+    InductionPlan,
     instance_key="induction.name",
     checks=(schedule_fits_run,),
 )

@@ -6,11 +6,14 @@ python pipelines/induction_summary.py
 """
 
 from lmforge.door import cli
-from lmforge.induction.config import induction_config
-from lmforge.induction.summary import summarise
+from lmforge.induction.summary import InductionSummaryPlan, summarise
 from lmforge.stage import Stage
 
-STAGE = Stage("induction_summary", summarise, reads={"induction": induction_config})
+STAGE = Stage(
+    "induction_summary",
+    summarise,
+    InductionSummaryPlan,
+)
 
 
 if __name__ == "__main__":

@@ -9,16 +9,13 @@ python pipelines/interpret.py interpret.trajectory=[step100,step1000]
 """
 
 from lmforge.door import cli
-from lmforge.interpret.config import interpret_config
-from lmforge.interpret.stage import run
+from lmforge.interpret.stage import InterpretPlan, run
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import train_config
 
 STAGE = Stage(
     "interpret",
     run,
-    reads={"interpret": interpret_config, "tokenizer": tokenizer_config, "train": train_config},
+    InterpretPlan,
     instance_key="interpret.name",
 )
 

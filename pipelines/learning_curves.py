@@ -7,10 +7,14 @@ python pipelines/learning_curves.py
 """
 
 from lmforge.door import cli
-from lmforge.finetune.curves import curves_config, run
+from lmforge.finetune.curves import CurvesPlan, run
 from lmforge.stage import Stage
 
-STAGE = Stage("learning_curves", run, reads={"curves": curves_config})
+STAGE = Stage(
+    "learning_curves",
+    run,
+    CurvesPlan,
+)
 
 
 if __name__ == "__main__":

@@ -5,16 +5,14 @@ probe.json; lmforge.architecture.probe says how).
 python pipelines/positions_probe.py
 """
 
-from lmforge.architecture.probe import probe_config, run
+from lmforge.architecture.probe import ProbePlan, run
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import train_config
 
 STAGE = Stage(
     "positions_probe",
     run,
-    reads={"probe": probe_config, "tokenizer": tokenizer_config, "train": train_config},
+    ProbePlan,
 )
 
 

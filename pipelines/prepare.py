@@ -4,12 +4,15 @@ Writes data/prepared/ (each split in shards, and manifest.json), reports/data_ca
 (paths from the `data` config group). Example: `python pipelines/prepare.py data=local data.local.path=corpus/`.
 """
 
-from lmforge.data.config import data_config
-from lmforge.data.prepare import run
+from lmforge.data.prepare import PreparePlan, run
 from lmforge.door import cli
 from lmforge.stage import Stage
 
-STAGE = Stage("prepare", run, reads={"data": data_config})
+STAGE = Stage(
+    "prepare",
+    run,
+    PreparePlan,
+)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@ python pipelines/scaling_compare.py scaling.name=default scaling.against=rope
 
 from lmforge.door import cli
 from lmforge.scaling.compare import run
-from lmforge.scaling.config import scaling_config
+from lmforge.scaling.config import ScalingPlan
 from lmforge.stage import Stage
 
-STAGE = Stage("scaling_compare", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
+STAGE = Stage(
+    "scaling_compare",
+    run,
+    ScalingPlan,
+    instance_key="scaling.name",
+)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,15 @@ python pipelines/scaling_fit.py scaling.fit.params=total scaling.fit.n_boot=1000
 
 from lmforge.door import cli
 from lmforge.scaling.analysis import run
-from lmforge.scaling.config import scaling_config
+from lmforge.scaling.config import ScalingPlan
 from lmforge.stage import Stage
 
-STAGE = Stage("scaling_fit", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
+STAGE = Stage(
+    "scaling_fit",
+    run,
+    ScalingPlan,
+    instance_key="scaling.name",
+)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,16 @@ python pipelines/scaling_plots.py
 """
 
 from lmforge.door import cli
-from lmforge.scaling.config import scaling_config
+from lmforge.scaling.config import ScalingPlan
 from lmforge.scaling.plots import run
 from lmforge.stage import Stage
 
-STAGE = Stage("scaling_plots", run, reads={"scaling": scaling_config}, instance_key="scaling.name")
+STAGE = Stage(
+    "scaling_plots",
+    run,
+    ScalingPlan,
+    instance_key="scaling.name",
+)
 
 
 if __name__ == "__main__":

@@ -6,27 +6,17 @@ python pipelines/scaling_sweep.py --multirun hydra/launcher=submitit_local scali
 """
 
 from lmforge.door import cli
-from lmforge.model.config import model_config
-from lmforge.scaling.config import scaling_config
-from lmforge.scaling.sweep import run, will_resume
-from lmforge.stage import Stage, seed_value
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.training.config import objective_config, optim_config, trainer_config
+from lmforge.scaling.cell import LOOP
+from lmforge.scaling.sweep import SweepPlan, run, will_resume
+from lmforge.stage import Stage
 
 STAGE = Stage(
     "scaling_sweep",
     run,
-    reads={
-        "scaling": scaling_config,
-        "tokenizer": tokenizer_config,
-        "model": model_config,  # the base of every cell (its shape comes from the grid)
-        "objective": objective_config,
-        "optim": optim_config,
-        "trainer": trainer_config,
-        "seed": seed_value,
-    },
+    SweepPlan,
     instance_key="scaling.job",
     will_resume=will_resume,
+    decided=LOOP,
 )
 
 

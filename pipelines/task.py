@@ -6,10 +6,14 @@ python pipelines/task.py task=topic
 
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tasks.build import run
-from lmforge.tasks.config import task_config
+from lmforge.tasks.build import TaskPlan, run
 
-STAGE = Stage("task", run, reads={"task": task_config}, instance_key="task.name")
+STAGE = Stage(
+    "task",
+    run,
+    TaskPlan,
+    instance_key="task.name",
+)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,14 @@ Writes artifacts/tokenizers/{name}/tokenizer.json and reports/tokenizer/{name}.j
 Example: `python pipelines/train_tokenizer.py tokenizer=bpe tokenizer.vocab_size=16384`.
 """
 
-from lmforge.data.config import data_config
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.tokenizer.config import tokenizer_config
-from lmforge.tokenizer.train import run
+from lmforge.tokenizer.train import TokenizerTrainPlan, run
 
 STAGE = Stage(
     "tokenizer",
     run,
-    reads={"data": data_config, "tokenizer": tokenizer_config},
+    TokenizerTrainPlan,
     instance_key="tokenizer.name",
 )
 

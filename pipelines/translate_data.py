@@ -6,10 +6,13 @@ python pipelines/translate_data.py pairs=local pairs.local.path=my_pairs.tsv
 
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.translate.config import pairs_config
-from lmforge.translate.pairs import run
+from lmforge.translate.pairs import PairsPlan, run
 
-STAGE = Stage("translate_data", run, reads={"pairs": pairs_config})
+STAGE = Stage(
+    "translate_data",
+    run,
+    PairsPlan,
+)
 
 
 if __name__ == "__main__":

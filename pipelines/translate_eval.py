@@ -4,18 +4,14 @@ python pipelines/translate_eval.py translate.decode.beam_size=8 translate.decode
 """
 
 from lmforge.door import cli
-from lmforge.stage import Stage, run_name_value
-from lmforge.translate.config import pairs_config, translate_config
+from lmforge.stage import Stage
+from lmforge.translate.config import TranslateEvalPlan
 from lmforge.translate.evaluate import run
 
 STAGE = Stage(
     "translate_eval",
     run,
-    reads={
-        "pairs": pairs_config,
-        "translate": translate_config,
-        "run_name": run_name_value,
-    },
+    TranslateEvalPlan,
     instance_key="run_name",
     evaluates=lambda plan: plan.translate.out_dir,  # links to translate_train's run, whose model it registers
     score=("bleu", "max"),

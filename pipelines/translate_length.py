@@ -8,18 +8,14 @@ or both: dvc repro pipelines/experiments/dvc.yaml:translate_length
 """
 
 from lmforge.door import cli
-from lmforge.stage import Stage, run_name_value
-from lmforge.translate.config import pairs_config, translate_config
+from lmforge.stage import Stage
+from lmforge.translate.config import TranslateEvalPlan
 from lmforge.translate.length import run
 
 STAGE = Stage(
     "translate_length",
     run,
-    reads={
-        "pairs": pairs_config,
-        "translate": translate_config,
-        "run_name": run_name_value,
-    },
+    TranslateEvalPlan,
     evaluates=lambda plan: plan.translate.out_dir,  # links to translate_train's run
 )
 

@@ -5,10 +5,13 @@ python pipelines/translate_tokenizer.py translate.vocab_size=16000
 
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.translate.config import pairs_config, translate_config
-from lmforge.translate.vocab import run
+from lmforge.translate.vocab import VocabPlan, run
 
-STAGE = Stage("translate_tokenizer", run, reads={"pairs": pairs_config, "translate": translate_config})
+STAGE = Stage(
+    "translate_tokenizer",
+    run,
+    VocabPlan,
+)
 
 
 if __name__ == "__main__":

@@ -6,24 +6,13 @@ python pipelines/translate_train.py --multirun 'translate_run=glob(warmup-*)'   
 """
 
 from lmforge.door import cli
-from lmforge.model.config import model_config
-from lmforge.stage import Stage, run_name_value, seed_value
-from lmforge.training.config import optim_config, trainer_config
-from lmforge.translate.config import pairs_config, translate_config
-from lmforge.translate.train import run
+from lmforge.stage import Stage
+from lmforge.translate.train import TranslateTrainPlan, run
 
 STAGE = Stage(
     "translate_train",
     run,
-    reads={
-        "pairs": pairs_config,
-        "translate": translate_config,
-        "model": model_config,
-        "optim": optim_config,
-        "trainer": trainer_config,
-        "seed": seed_value,
-        "run_name": run_name_value,
-    },
+    TranslateTrainPlan,
     instance_key="run_name",
     owns=lambda plan: [plan.translate.out_dir],  # its model folder; translate_eval finds the run by it
 )

@@ -10,9 +10,13 @@ or all three: dvc repro pipelines/experiments/dvc.yaml
 
 from lmforge.door import cli
 from lmforge.stage import Stage
-from lmforge.translate.warmup import run, warmup_summary_config
+from lmforge.translate.warmup import WarmupPlan, run
 
-STAGE = Stage("translate_warmup", run, reads={"warmup_summary": warmup_summary_config})
+STAGE = Stage(
+    "translate_warmup",
+    run,
+    WarmupPlan,
+)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,14 @@ def rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
+# The experiments' records under pipelines/ that `findings` reads are data, not code: dvc.lock (what
+# that pipeline's results are) and stale.json (which of them lag the code, `make status`).
+RECORDS = ("dvc.lock", "stale.json")
+
+
 def is_code(dep: str) -> bool:
-    """A code or config dep; pipelines/experiments/dvc.lock (which `findings` reads as the record of
-    that pipeline's results) is data."""
-    return Path(dep).parts[0] in CODE and Path(dep).name != "dvc.lock"
+    """A code or config dep; the RECORDS are data."""
+    return Path(dep).parts[0] in CODE and Path(dep).name not in RECORDS
 
 
 # -- the import closure ----------------------------------------------------------------------------

@@ -26,15 +26,15 @@ def runs(root: Path) -> dict[str, list[dict]]:
     for metrics_file in sorted(root.glob("*/reports/metrics.json")):
         folder = metrics_file.parent.parent.name
         given = overrides(folder)
-        if "finetune.lr" not in given:
+        if "finetune.optim.lr" not in given:
             continue
         run = json.loads((metrics_file.parent / "run.json").read_text())
         metrics = json.loads(metrics_file.read_text())
         metric = run["metrics"][0]
-        group = ",".join(f"{k}={v}" for k, v in sorted(given.items()) if k != "finetune.lr")
+        group = ",".join(f"{k}={v}" for k, v in sorted(given.items()) if k != "finetune.optim.lr")
         groups.setdefault(group, []).append(
             {
-                "lr": float(given["finetune.lr"]),
+                "lr": float(given["finetune.optim.lr"]),
                 "metric": metric,
                 "val": metrics[f"val_{metric}"],
                 "steps": metrics["steps"],
@@ -70,7 +70,7 @@ def main() -> None:
     groups = runs(args.root)
     if not groups:
         print(
-            f"{args.root}: no finished runs with a finetune.lr override; expected the grid's folders",
+            f"{args.root}: no finished runs with a finetune.optim.lr override; expected the grid's folders",
             file=sys.stderr,
         )
         raise SystemExit(2)

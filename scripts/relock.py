@@ -46,6 +46,7 @@ from pathlib import Path
 
 import yaml
 
+from scripts.dvc_yaml import RECORDS
 from scripts.same_program import without_docstrings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ PIPELINES = ("dvc.yaml", "pipelines/experiments/dvc.yaml")
 
 
 def is_code(dep: str) -> bool:
-    return Path(dep).parts[0] in CODE and Path(dep).name != "dvc.lock"
+    return Path(dep).parts[0] in CODE and Path(dep).name not in RECORDS
 
 
 def code_status(repo: Path) -> dict[str, set[str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import lightning as L
@@ -13,7 +14,15 @@ from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from lmforge.model.config import ModelConfig
+from lmforge.stage import Plan, read
 from scripts.dvc_yaml import sweep_jobs  # noqa: F401  (tests import it from here)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SeedPlan(Plan):
+    """A test stage's plan: the top-level `seed` alone."""
+
+    seed: int = read(int)
 
 
 def tiny(**overrides) -> ModelConfig:
@@ -24,6 +33,17 @@ def tiny(**overrides) -> ModelConfig:
 
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+
+# The pretrain entry point on the smoke corpus of the `workspace` fixture, the decoder's family: what
+# the end-to-end tests that run it as a subprocess start from.
+SMOKE_DECODER = [
+    "experiment=smoke",
+    "data=local",
+    "data.local.path=corpus",
+    "model=gpt_tiny",
+    "objective=clm",
+    "tokenizer=bpe",
+]
 
 
 def group_yaml(path: Path) -> DictConfig:

@@ -79,13 +79,13 @@ BAD = [
     ("pretrain", ["run_name=a/b"], "run_name"),
     ("distill", ["optim.lr=-1"], "optim.lr"),
     ("distill", ["optim.warmup_steps=100"], "trainer.max_steps"),
-    ("finetune", ["finetune.lr=-1"], "finetune.lr"),
+    ("finetune", ["finetune.optim.lr=-1"], "finetune: optim.lr"),
     ("finetune", ["finetune.warmup_ratio=1.0"], "finetune.warmup_ratio"),
     ("finetune", ["task=paraphrase", "task.positive_label=yes"], "task.positive_label"),
     ("finetune", ["task=pos", "task.truncation=head_tail"], "task.truncation"),
     ("finetune", ["task=pos", "task.metrics=[entity_f1]"], "task.labels"),  # universal tags are not BIO
-    ("finetune", ["finetune.schedule=bogus"], "finetune.schedule"),
-    ("finetune", ["finetune.weight_decay=-0.5"], "finetune.weight_decay"),
+    ("finetune", ["finetune.optim.schedule=bogus"], "finetune: optim.schedule"),
+    ("finetune", ["finetune.optim.weight_decay=-0.5"], "finetune: optim.weight_decay"),
     ("prepare", ["data.val_fraction=1.5"], "data.val_fraction"),
 ]
 
@@ -120,13 +120,33 @@ COMPOSITION = [
     (["data.val_fraction=["], "data.val_fraction=["),
 ]
 
+# A key of a group the stage reads but decides itself is refused, not ignored (Stage.decided)
+DECIDED = [
+    ("finetune", ["trainer.max_steps=50"], "decides 'trainer.max_steps' itself, from finetune.max_steps"),
+    ("finetune", ["trainer.val_check_interval=5"], "from finetune.val_every"),
+    ("scaling_sweep", ["trainer.max_steps=50"], "from the cell's token budget"),
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "overrides", "needle"), DECIDED, ids=[f"{s} {o[0]}" for s, o, _ in DECIDED]
+)
+def test_a_key_the_stage_decides_itself_is_refused_not_ignored(tmp_path, script, overrides, needle):
+    refused_in_one_config_line(tmp_path, script, overrides, needle)
+
 
 @pytest.mark.parametrize(("overrides", "needle"), COMPOSITION, ids=[" ".join(o) for o, _ in COMPOSITION])
 def test_hydra_refusals_are_one_line_with_exit_2(tmp_path, overrides, needle):
+    refused_in_one_config_line(tmp_path, "prepare", overrides, needle)
+
+
+def refused_in_one_config_line(tmp_path, script: str, overrides: list[str], needle: str) -> None:
+    """`pipelines/<script>.py` with `overrides` in an empty folder: exit 2, one `error: config:` line
+    holding `needle`, nothing written."""
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     env.pop("HYDRA_FULL_ERROR", None)
     done = subprocess.run(
-        [sys.executable, str(ROOT / "pipelines/prepare.py"), "logger=none", *overrides],
+        [sys.executable, str(ROOT / f"pipelines/{script}.py"), "logger=none", *overrides],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -134,7 +134,7 @@ def test_the_link_checker_sees_links_and_skips_code(tmp_path):
     assert broken(README, "docs/") is None
 
 
-HEADLINE_RUNS = {"`bert_tiny_rope`": "encoder", "`gpt_micro`": "decoder", "`t5_tiny`": "encoder_decoder"}
+HEADLINE_RUNS = {"`bert_micro_rope`": "encoder", "`gpt_micro`": "decoder", "`t5_tiny`": "encoder_decoder"}
 LOSS_CELL = re.compile(r"([\d.]+) \(ppl (\d+)\)")
 
 

@@ -265,9 +265,9 @@ def test_the_composed_files_follow_nested_defaults_and_interpolations():
     pretrain = {rel(p) for p in required(experiment, "pretrain@encoder")}
     assert {"conf/config.yaml", f"conf/experiment/{experiment}.yaml", "conf/model/base.yaml"} <= pretrain
     assert {
-        "conf/model/bert_tiny_rope.yaml",
+        "conf/model/bert_micro_rope.yaml",
         "conf/trainer/cpu.yaml",
-        "conf/trainer/cpu_encoder.yaml",
+        "conf/trainer/cpu_encoder_micro.yaml",
     } <= pretrain
     assert not {"conf/eval/default.yaml", "conf/logger/mlflow.yaml", "conf/data/brown.yaml"} & pretrain
     assert "src/lmforge/model/config.py" in pretrain

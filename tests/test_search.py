@@ -29,8 +29,15 @@ import math, os, signal, sys
 from hydra.core.hydra_config import HydraConfig
 from lmforge.door import cli
 from lmforge.errors import LmforgeError
-from lmforge.stage import Stage, StageResult
+from dataclasses import dataclass
+from lmforge.stage import Plan, Stage, StageResult, read
 from scripts.search import recorded
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class QuadraticPlan(Plan):
+    x: float = read(float)
+    seed: int = read(int)
+    label: str = read(str)
 
 def work(plan):
     if HydraConfig.get().job.num == int(os.environ.get("KILL_AT", "-1")):
@@ -38,7 +45,7 @@ def work(plan):
     loss = float("nan") if plan.x > 0.9 else (plan.x - 0.3) ** 2
     return StageResult({"loss": loss, "x": plan.x}, [])
 
-STAGE = Stage("quadratic", work, reads={"x": float, "seed": int, "label": str})
+STAGE = Stage("quadratic", work, QuadraticPlan)
 if __name__ == "__main__":
     try:
         cli(recorded(STAGE), __file__)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,11 @@ from hydra import compose, initialize_config_dir
 from omegaconf import Container
 
 import pipelines
-from helpers import entry_stage
+from helpers import SeedPlan, entry_stage
 from lmforge.errors import ConfigError
-from lmforge.stage import Plan
+from lmforge.stage import Plan, run_name_value, seed_value
+from lmforge.structured import Group
+from lmforge.tasks.registry import SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "lmforge"
@@ -85,7 +88,8 @@ def test_the_door_hands_typed_values_and_nothing_of_hydra(script):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name=config_name(script), overrides=["experiment=smoke"])
     plan = stage.visible(cfg)
-    assert isinstance(plan, Plan)
+    assert type(plan) is stage.plan
+    assert hash(plan) == hash(plan) and plan != stage.visible(cfg)  # one run's: hashed by identity
     for key in stage.reads:
         value = getattr(plan, key)
         assert not holds_a_config(value, key), holds_a_config(value, key)
@@ -97,13 +101,31 @@ def test_the_door_hands_typed_values_and_nothing_of_hydra(script):
     assert not holds_a_config(plan.values, "values")
 
 
-def test_a_plan_is_read_only_and_names_what_the_stage_reads():
-    plan = Plan({"seed": 1}, {"seed": 1})
-    assert plan.seed == 1 and "seed" in plan
-    with pytest.raises(AttributeError, match="cannot set 'seed'"):
-        plan.seed = 2
-    with pytest.raises(AttributeError, match="does not read 'model'; it reads seed"):
-        _ = plan.model
+@pytest.mark.parametrize("script", ENTRY_POINTS)
+def test_each_plan_is_a_frozen_dataclass_typed_as_what_its_fields_read(script):
+    """A type checker follows `plan.<key>` to its dataclass: each field is annotated with the type its
+    validator returns (a group's schema, `int` for the seed, `str` for the run name), and the plan
+    has no field but what the stage reads and the plain `values`."""
+    stage = entry_stage(script)
+    assert dataclasses.is_dataclass(stage.plan) and stage.plan.__dataclass_params__.frozen
+    hints = typing.get_type_hints(stage.plan)
+    assert {f.name for f in dataclasses.fields(stage.plan)} == {*stage.reads, "values"}
+    for key, validator in stage.reads.items():
+        expected = validator.schema if isinstance(validator, Group) else SCALARS[validator]
+        assert hints[key] is expected, f"{script}: plan.{key} is annotated {hints[key]}, reads {expected}"
+
+
+SCALARS = {seed_value: int, run_name_value: str}
+
+
+def test_a_plan_is_read_only_and_has_only_its_fields():
+    plan = SeedPlan(seed=1, values={"seed": 1})
+    assert plan.seed == 1 and SeedPlan.reads() == {"seed": int}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.seed = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="'model'"):
+        _ = plan.model  # type: ignore[attr-defined]
+    assert "__getattr__" not in vars(Plan)  # the plan is typed, not a bag
 
 
 def test_a_bad_value_is_refused_at_the_door():
@@ -140,3 +162,16 @@ def test_the_import_check_can_fail(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("from omegaconf import MISSING, OmegaConf\nimport omegaconf.errors\n")
     assert omegaconf_imports(module) == ["m.py:1 OmegaConf", "m.py:2 omegaconf.errors"]
+
+
+def test_the_task_stage_reads_its_sources_params_as_their_dataclass():
+    """No module below the door validates a dict: the task source's `params` are parsed at the door
+    into the dataclass its registry entry names; a key it does not know is one line there."""
+    stage = entry_stage("task")
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=smoke"])
+        bad = compose(config_name="config", overrides=["experiment=smoke", "+task.params.colour=red"])
+    params = stage.visible(cfg).task.params
+    assert dataclasses.is_dataclass(params) and type(params) is SOURCES[cfg.task.source].params
+    with pytest.raises(ConfigError, match=r"task.params \(\w+\).*colour"):
+        stage.visible(bad)

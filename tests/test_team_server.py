@@ -20,6 +20,7 @@ from mlflow.server import get_app_client
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
+from helpers import SeedPlan
 from lmforge.door import execute
 from lmforge.stage import Stage, StageResult
 
@@ -100,7 +101,7 @@ def test_a_basic_auth_server_takes_runs_from_its_users_only(server, tmp_path, mo
     as_user(monkeypatch, alice)  # a stage run as alice: params, metrics and a report reach the server
     report = tmp_path / "metrics.json"
     report.write_text('{"loss": 1.5}\n')
-    stage = Stage("probe", lambda plan: StageResult({"loss": 1.5}, [str(report)]), reads={"seed": int})
+    stage = Stage("probe", lambda plan: StageResult({"loss": 1.5}, [str(report)]), SeedPlan)
     cfg = OmegaConf.create(
         {"seed": 7, "logger": {"enabled": True, "tracking_uri": server, "experiment": "team"}}
     )

@@ -38,13 +38,15 @@ def test_steps_to_interpolates_the_first_crossing():
     assert steps_to(curve, 4.9) is None  # never reached
 
 
-def test_both_recipes_name_the_same_groups_and_tokenizer_per_family(ttq):
+def test_every_recipe_names_the_same_groups_and_tokenizer_per_family(ttq):
     found = ttq.recipes()
     assert set(found) == {"encoder", "decoder"}
-    for family, pair in found.items():
-        assert set(pair["default"]) == set(pair["v1"]), family
-        assert pair["default"]["tokenizer"] == pair["v1"]["tokenizer"], family  # losses in one unit
-        assert pair["default"] != pair["v1"], family
+    for family, by_name in found.items():
+        assert set(by_name) == {"default", *ttq.OLDER}, family
+        for old in ttq.OLDER:
+            assert set(by_name["default"]) == set(by_name[old]), family
+            assert by_name["default"]["tokenizer"] == by_name[old]["tokenizer"], family  # losses in one unit
+        assert by_name["v1"] not in (by_name["default"], by_name["v2"]), family
 
 
 def test_recipe_table_lists_each_run_with_its_curve(tmp_path):

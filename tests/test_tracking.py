@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 from tokenizers import Tokenizer
 
 import lmforge
+from helpers import SeedPlan
 from lmforge.door import execute
 from lmforge.logged_model import code_archive, log_text_model, requirements
 from lmforge.model.config import ModelConfig
@@ -34,6 +35,7 @@ from lmforge.tokenizer.config import Kind, TokenizerConfig
 from lmforge.tracking.record import artifact_folder
 from lmforge.tracking.registry import register
 from lmforge.tracking.runs import inherited_tags, invocation, this_process
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind, OptimConfig
 from lmforge.training.module import PretrainModule
 
 TEXT = ["The jury said that the city had no evidence that the election was fair."] * 30
@@ -73,7 +75,7 @@ def test_a_run_continued_by_a_later_invocation_stays_under_the_one_it_started_in
     stage = Stage(
         "sweep",
         lambda plan: StageResult({"loss": 1.0}, []),
-        reads={"seed": int},
+        SeedPlan,
         will_resume=lambda p: bool(resume),
     )
     uri = f"sqlite:///{tmp_path}/mlruns.db"
@@ -104,9 +106,9 @@ def checkpoint(tmp_path, family: str, vocab: int, objective: str | None = None) 
         values.update(family="encoder", head_transform=True, head_bias=True)
     if family == "encoder_decoder":
         values.update(family="encoder_decoder", position="sinusoidal")
-    objective = {"kind": objective or ("mlm" if family == "encoder" else "clm")}
+    kind = ObjectiveKind(objective or ("mlm" if family == "encoder" else "clm"))
     torch.manual_seed(0)
-    module = PretrainModule(ModelConfig(**values).to_dict(), objective, {}, max_steps=1)
+    module = PretrainModule(ModelConfig(**values), ObjectiveConfig(kind=kind), OptimConfig(), max_steps=1)
     path = tmp_path / f"{family}.ckpt"
     torch.save({"hyper_parameters": dict(module.hparams), "state_dict": module.state_dict()}, path)
     return str(path)
@@ -220,7 +222,7 @@ def test_an_unreachable_server_stops_the_stage_at_the_start_in_one_line(tmp_path
     exit 2, before the stage has done or written anything."""
     monkeypatch.chdir(tmp_path)
     worked = []
-    stage = Stage("job", lambda plan: worked.append(1) or StageResult({}, []), reads={"seed": int})
+    stage = Stage("job", lambda plan: worked.append(1) or StageResult({}, []), SeedPlan)
     uri = f"http://127.0.0.1:{free_port()}"
     cfg = OmegaConf.create({"seed": 1, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "t"}})
     started = time.monotonic()
@@ -257,7 +259,7 @@ def test_a_run_whose_process_is_gone_is_marked_killed_by_the_next_invocation(tmp
         name: client.create_run(experiment, run_name=name, tags=tags).info.run_id
         for name, tags in tagged.items()
     }
-    stage = Stage("job", lambda plan: StageResult({"loss": 1.0}, []), reads={"seed": int})
+    stage = Stage("job", lambda plan: StageResult({"loss": 1.0}, []), SeedPlan)
     cfg = OmegaConf.create(
         {"seed": 1, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
     )
@@ -276,7 +278,12 @@ MULTIRUN_STAGE = """
 import json, os, signal, sys
 from mlflow.tracking import MlflowClient
 from lmforge.door import cli
-from lmforge.stage import Stage, StageResult
+from dataclasses import dataclass
+from lmforge.stage import Plan, Stage, StageResult, read
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SeedPlan(Plan):
+    seed: int = read(int)
 
 def work(plan):
     client = MlflowClient()
@@ -289,7 +296,7 @@ def work(plan):
         os.killpg(os.getpgid(0), signal.SIGKILL)  # kill -9 of the whole `dvc repro`
     return StageResult({"loss": float(plan.seed)}, [])
 
-STAGE = Stage("job", work, reads={"seed": int})
+STAGE = Stage("job", work, SeedPlan)
 if __name__ == "__main__":
     cli(STAGE, __file__)
 """
@@ -327,7 +334,7 @@ def run_rows_under_dvc(
         )
         os.environ["LMFORGE_PIPELINE"] = named
         try:
-            execute(Stage("before", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+            execute(Stage("before", lambda plan: StageResult({}, []), SeedPlan), cfg)
         finally:
             del os.environ["LMFORGE_PIPELINE"]
             mlflow.set_tracking_uri(None)
@@ -377,7 +384,7 @@ def test_a_dvc_repro_killed_between_rows_leaves_its_stage_and_pipeline_runs_kill
     cfg = OmegaConf.create(
         {"seed": 9, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
     )
-    execute(Stage("next", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+    execute(Stage("next", lambda plan: StageResult({}, []), SeedPlan), cfg)
     assert statuses(uri) == {"stage": "KILLED", "pipeline dvc": "KILLED", "1": "FINISHED", "2": "KILLED",
                              "pipeline env": "FINISHED", "9": "FINISHED"}  # fmt: skip
     mlflow.set_tracking_uri(None)
@@ -395,7 +402,7 @@ def test_a_named_pipelines_run_takes_its_running_stages_process_and_is_killed_wi
     cfg = OmegaConf.create(
         {"seed": 9, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "test"}}
     )
-    execute(Stage("next", lambda plan: StageResult({}, []), reads={"seed": int}), cfg)
+    execute(Stage("next", lambda plan: StageResult({}, []), SeedPlan), cfg)
     assert statuses(uri)["3"] == "KILLED"
     client = MlflowClient(tracking_uri=uri)
     named = client.search_runs(["1"], filter_string="tags.lmforge_invocation = 'env-nightly'")
@@ -517,7 +524,7 @@ def test_a_child_run_that_trains_has_params_inputs_and_system_metrics_like_its_p
 
     uri = f"sqlite:///{tmp_path}/mlruns.db"
     cfg = OmegaConf.create({"seed": 7, "logger": {"enabled": True, "tracking_uri": uri, "experiment": "t"}})
-    execute(Stage("rows", work, reads={"seed": int}), cfg)
+    execute(Stage("rows", work, SeedPlan), cfg)
     client = MlflowClient(tracking_uri=uri)
     parent = client.search_runs(["1"], "tags.lmforge_job = 'rows'")[0]
     children = client.search_runs(["1"], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")

@@ -23,6 +23,7 @@ import torch
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
+from helpers import SeedPlan
 from lmforge.door import execute
 from lmforge.stage import Stage, StageResult
 from lmforge.tracking import active_run
@@ -131,7 +132,7 @@ def test_a_server_killed_mid_run_costs_the_run_nothing_and_the_backfill_complete
         calm = tmp_path / "calm"
         calm.mkdir()
         began = time.perf_counter()
-        execute(Stage("calm", work_with([], calm), reads={"seed": int}), cfg)
+        execute(Stage("calm", work_with([], calm), SeedPlan), cfg)
         undisturbed = time.perf_counter() - began
 
         progress: list[int] = []
@@ -139,7 +140,7 @@ def test_a_server_killed_mid_run_costs_the_run_nothing_and_the_backfill_complete
         killer.start()
         capsys.readouterr()
         began = time.perf_counter()
-        execute(Stage("outage", work_with(progress, tmp_path), reads={"seed": int}), cfg)  # returns: exit 0
+        execute(Stage("outage", work_with(progress, tmp_path), SeedPlan), cfg)  # returns: exit 0
         disturbed = time.perf_counter() - began
         killer.join()
         said = capsys.readouterr().err

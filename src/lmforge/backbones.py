@@ -1,6 +1,6 @@
 """Where a model comes from: one entry per source kind, each giving the model, its config and its tokenizer.
 
-    pretrained     {checkpoint_dir}/{run}/{checkpoint}.ckpt, a pretrain (or distill) run of ours (its best
+    pretrained     {models_dir}/{run}/{checkpoint}.ckpt, a pretrain (or distill) run of ours (its best
                    checkpoint, or one it kept along the way: step80, ...), read with
                    weights_only=True and loaded strictly; the objective it was trained with comes along
                    (a teacher distils on it), and the tokenizer is the one the caller names
@@ -37,7 +37,7 @@ class Where:
     that chose it, for error messages."""
 
     spec: str
-    checkpoint_dir: str = "artifacts/pretrain"
+    models_dir: str = "artifacts/pretrain"
     run: str = "encoder"
     tokenizer_dir: str | None = None  # pretrained/scratch: {tokenizer_dir}/{tokenizer}/tokenizer.json
     tokenizer: str | None = None
@@ -47,7 +47,7 @@ class Where:
 
     @property
     def path(self) -> Path:
-        return Path(self.checkpoint_dir) / self.run / f"{self.checkpoint}.ckpt"
+        return Path(self.models_dir) / self.run / f"{self.checkpoint}.ckpt"
 
 
 @dataclass(frozen=True)

@@ -75,18 +75,22 @@ def cli(stage: Stage, entry_file: str, config_name: str = "config") -> None:
         sys.exit(2)
 
 
-def refuse_unread_additions(stage: Stage) -> None:
-    """A `+key=value` on the command line adds a key; one that the stage never reads would be ignored
-    in silence (a typo of a real key, a group of another stage), so it is refused in one line."""
+def refuse_ignored_overrides(stage: Stage) -> None:
+    """A command-line override the stage would ignore in silence is refused in one line: a `+key=value`
+    that adds a key the stage never reads (a typo of a real key, a group of another stage), and a key
+    of a group it reads that it decides itself (`Stage.decided`: fine-tuning's `trainer.max_steps`)."""
     from hydra.core.hydra_config import HydraConfig
 
     if not HydraConfig.initialized():
         return
     for override in HydraConfig.get().overrides.task:
-        if not override.startswith("+"):
-            continue
-        key = override.lstrip("+").split("=", 1)[0]
-        if key.split(".", 1)[0] not in stage.reads:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if key in stage.decided:
+            raise ConfigError(
+                f"config: {override}: stage {stage.name} decides '{key}' itself, from {stage.decided[key]}; "
+                f"expected {stage.decided[key]} changed instead"
+            )
+        if override.startswith("+") and key.split(".", 1)[0] not in stage.reads:
             raise ConfigError(
                 f"config: {override}: stage {stage.name} never reads '{key}'; expected one of its groups "
                 f"({', '.join(stage.reads)}), set without '+'"
@@ -103,7 +107,7 @@ def execute(stage: Stage, cfg: DictConfig) -> StageResult:
 
 
 def _execute(stage: Stage, cfg: DictConfig) -> StageResult:
-    refuse_unread_additions(stage)
+    refuse_ignored_overrides(stage)
     plan = stage.visible(cfg)  # validated at the door: a bad value fails before any work
     label = stage.label(cfg)
     logger = cfg.get("logger") or {}

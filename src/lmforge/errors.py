@@ -15,3 +15,7 @@ class ConfigError(LmforgeError, ValueError):
 
 class DataError(LmforgeError):
     """A missing, corrupt or empty input (corpus, tokenizer, token array, checkpoint)."""
+
+
+class StorageError(LmforgeError):
+    """An output that could not be written for want of room (disk full, quota, file-size limit)."""

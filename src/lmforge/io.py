@@ -1,28 +1,37 @@
-"""Atomic file output (a temporary file beside the target, then a rename) and process locks.
+"""Atomic file output (a temporary file beside the target, flushed to disk, then a rename) and
+process locks.
 
-A crash or a bad input halfway through a stage therefore never leaves a truncated file where a
-good one stood: readers see either the old complete file or the new complete one. `exclusive`
-keeps two runs from writing the same outputs at once.
+A crash, a bad input or a full disk halfway through a stage therefore never leaves a truncated
+file where a good one stood: readers see either the old complete file or the new complete one, and
+the temporary file is removed whatever happens. A write that runs out of room is one
+`StorageError` line naming the file and the bytes it needed. `exclusive` keeps two runs from
+writing the same outputs at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lmforge.errors import DataError
+from lmforge.errors import DataError, StorageError
+
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})  # disk full, quota, file-size limit
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the target's directory; on success rename it onto `path`."""
+def atomic_path(path: str | os.PathLike, size: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path in the target's directory; on success flush it to disk and rename it
+    onto `path`. With `size` (the bytes about to be written), refuse at once when the file system
+    has less free; a write that runs out of room mid-way is refused the same way."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -30,10 +39,44 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
     try:
-        yield tmp_path
+        try:
+            if size is not None and shutil.disk_usage(path.parent).free < size:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            yield tmp_path
+            _fsync(tmp_path)
+        except OSError as err:
+            if err.errno not in NO_ROOM:
+                raise
+            raise StorageError(_no_room(path, tmp_path, size, err)) from None
         os.replace(tmp_path, path)
+        with contextlib.suppress(OSError):  # not every file system syncs a directory
+            _fsync(path.parent)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _no_room(path: Path, tmp: Path, size: int | None, err: OSError) -> str:
+    written = tmp.stat().st_size if tmp.exists() else 0
+    needs = f"{size:,} bytes" if size is not None else f"more than the {written:,} bytes written"
+    free = shutil.disk_usage(path.parent).free
+    return (
+        f"no room to write {path} ({err.strerror}): it needs {needs}, {free:,} are free there; "
+        "expected free space on that file system (any earlier copy of the file is kept)"
+    )
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """`data` into `path` atomically, refused before writing when the file system has too little room."""
+    with atomic_path(path, size=len(data)) as tmp, open(tmp, "wb") as f:
+        f.write(data)
 
 
 def sha256_files(paths: Iterable[str | os.PathLike]) -> str:

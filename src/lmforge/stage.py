@@ -1,10 +1,12 @@
 """A pipeline stage: its work function, the config it may read, and what its `run(cfg)` returns.
 
 Each `pipelines/<stage>.py` entry point hands a `Stage` to `lmforge.door.execute`. A stage sees
-only the config groups and top-level keys it declares in `reads`: each is validated once, when the
-stage starts (one line naming the bad key, exit 2), into its typed value (a dataclass per group), and
-the work function gets those values as a `Plan`, holding nothing else. Nothing below the stage door
-parses a config again: a default lives in its dataclass, a range check in its `__post_init__`. A stage therefore cannot read a config file that its DVC dependencies do not list;
+only the config groups and top-level keys its plan declares, one `read(validator)` field each: each is
+validated once, when the stage starts (one line naming the bad key, exit 2), into its typed value (a
+frozen dataclass per group), and the work function gets them as that frozen `Plan` dataclass, holding
+nothing else. Nothing below the stage door parses a config again: a default lives in its dataclass,
+a range check in its `__post_init__`. A stage therefore cannot read a config file that its DVC
+dependencies do not list;
 `tests/test_dvc_deps.py` checks `dvc.yaml` against these declarations, against the config files
 Hydra composes for them and against each entry point's import closure under `src/`.
 """
@@ -12,38 +14,40 @@ Hydra composes for them and against each entry point's import closure under `src
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
 from lmforge.errors import ConfigError
 
+Validator = Callable[[Any], Any]
 
+
+READ = "lmforge.read"  # a plan field's metadata key: the validator of the config key it is named after
+
+
+def read(validator: Validator) -> Any:
+    """A plan's field: the config group or top-level key of the field's name, validated at the stage
+    door by `validator` (node -> typed value: a `Group` for a group, `seed_value` for `seed`)."""
+    return field(metadata={READ: validator})
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Plan:
-    """A stage's validated config: `plan.<key>` is what the key's validator returned (a dataclass for
-    a group, a plain value for a top-level key such as `seed`); `plan.values` is the resolved plain
-    mapping they came from, for what records a run's config as written (MLflow params, fingerprints)."""
+    """A stage's validated config. Each stage's plan subclasses this with one `read(...)` field per
+    config group or top-level key it reads, typed as its validator's result (a frozen dataclass for a
+    group, a plain value for `seed`), so a type checker follows `plan.optim.lr` down to `OptimConfig`.
+    `values` is the resolved plain mapping the fields came from, for what records a run's config as
+    written (MLflow params, fingerprints). A plan is one run's, compared and hashed by identity
+    (`eq=False`, in each subclass too): what is computed once per run is cached on it."""
 
-    __slots__ = ("_parsed", "values")
+    values: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def __init__(self, parsed: Mapping[str, Any], values: Mapping[str, Any]) -> None:
-        object.__setattr__(self, "_parsed", dict(parsed))
-        object.__setattr__(self, "values", values)
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self._parsed[key]
-        except KeyError:
-            raise AttributeError(
-                f"the stage does not read '{key}'; it reads {', '.join(self._parsed)}"
-            ) from None
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        raise AttributeError(f"a plan is read-only: cannot set '{key}'")
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._parsed
+    @classmethod
+    def reads(cls) -> dict[str, Validator]:
+        """{config key: validator} of this plan's fields, in declaration order."""
+        return {f.name: f.metadata[READ] for f in fields(cls) if READ in f.metadata}
 
 
 class TrainedModel(NamedTuple):
@@ -97,26 +101,33 @@ def run_name_value(value: Any) -> str:
     return value
 
 
-Validator = Callable[[Any], Any]
-Check = Callable[[Plan], None]  # a rule across groups, on the validated plan; raises ConfigError
+P = TypeVar("P", bound=Plan)
 
 
 @dataclass(frozen=True)
-class Stage:
+class Stage(Generic[P]):
     name: str  # the DVC stage, or its foreach prefix: pretrain -> pretrain@<instance>
-    work: Callable[[Plan], StageResult]  # run(plan) on the validated config
-    reads: Mapping[str, Validator]  # config group or top-level key -> its validator: node -> typed value
+    work: Callable[[P], StageResult]  # run(plan) on the validated config
+    plan: type[P]  # its fields name what the stage reads and how each is validated (`read`)
     instance_key: str | None = None  # dotted key whose value names the DVC instance, e.g. run_name
-    will_resume: Callable[[Plan], bool] | None = None  # does this run continue an interrupted one?
-    checks: tuple[Check, ...] = ()  # rules across groups (the schedule fits the run), after each group's
-    owns: Callable[[Plan], list[str]] | None = None  # output folders this run takes for itself
-    extends: Callable[[Plan], str | None] | None = None  # the output folder of a run this one continues
-    evaluates: Callable[[Plan], str | None] | None = None  # the output folder of the run it evaluates
+    will_resume: Callable[[P], bool] | None = None  # does this run continue an interrupted one?
+    checks: tuple[Callable[[P], None], ...] = ()  # rules across groups (the schedule fits the run)
+    owns: Callable[[P], list[str]] | None = None  # output folders this run takes for itself
+    extends: Callable[[P], str | None] | None = None  # the output folder of a run this one continues
+    evaluates: Callable[[P], str | None] | None = None  # the output folder of the run it evaluates
     score: tuple[str, str] | None = None  # (metric, "min" or "max"): ranks the evaluated run's model
-    starts_from: Callable[[Plan], str | None] | None = None  # the output folder of the model it starts from
-    registers: Callable[[Plan], str] | None = None  # registry name of its own model, ranked by `score`
+    starts_from: Callable[[P], str | None] | None = None  # the output folder of the model it starts from
+    registers: Callable[[P], str] | None = None  # registry name of its own model, ranked by `score`
+    # keys of a group it reads that the stage decides itself (key -> what decides it): fine-tuning's
+    # loop length is finetune.max_steps, not trainer.max_steps; the door refuses an override of one
+    decided: Mapping[str, str] = field(default_factory=dict)
 
-    def resumes(self, plan: Plan) -> bool:
+    @property
+    def reads(self) -> dict[str, Validator]:
+        """Config group or top-level key -> its validator (node -> typed value), from the plan."""
+        return self.plan.reads()
+
+    def resumes(self, plan: P) -> bool:
         return bool(self.will_resume and self.will_resume(plan))
 
     def label(self, cfg: DictConfig) -> str:
@@ -126,7 +137,7 @@ class Stage:
             return self.name
         return f"{self.name}@{OmegaConf.select(cfg, self.instance_key)}"
 
-    def visible(self, cfg: DictConfig) -> Plan:
+    def visible(self, cfg: DictConfig) -> P:
         """The declared part of `cfg`, resolved and validated into its typed values."""
         missing = [key for key in self.reads if key not in cfg]
         if missing:
@@ -138,12 +149,14 @@ class Stage:
         except Exception as err:  # an interpolation to a missing key or env var
             raise ConfigError(f"config: {str(err).splitlines()[0]}") from None
         picked = {key: resolved[key] for key in self.reads}
-        plan = Plan({key: validate(picked[key]) for key, validate in self.reads.items()}, picked)
+        plan = self.plan(
+            values=picked, **{key: validate(picked[key]) for key, validate in self.reads.items()}
+        )
         for check in self.checks:
             check(plan)
         return plan
 
-    def folders(self, plan: Plan) -> list[str]:
+    def folders(self, plan: P) -> list[str]:
         """The output folders a run of this stage writes alone; `execute` locks them before it logs."""
         return self.owns(plan) if self.owns else []
 

@@ -26,13 +26,17 @@ def validate(schema: type[T], node: Any, group: str) -> T:
     """Merge `node` (a DictConfig or dict) onto the dataclass `schema`; return the dataclass instance.
 
     Any OmegaConf complaint (unknown key, wrong type, bad enum value) becomes a one-line ConfigError
-    that names the config group.
+    that names the config group, as does a check of a nested dataclass (`finetune: optim.lr: ...`).
     """
     try:
         if OmegaConf.is_config(node):  # resolve interpolations against the full config first
             node = OmegaConf.to_container(node, resolve=True)
         merged = OmegaConf.merge(_writable(OmegaConf.structured(schema)), node if node is not None else {})
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except ConfigError as err:  # a nested group's own check (`finetune.optim`) names it from its own root
+        if str(err).startswith(f"{group}."):
+            raise
+        raise ConfigError(f"{group}: {err}") from None
     except OmegaConfBaseException as err:
         first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
         full_key = getattr(err, "full_key", None)

@@ -14,6 +14,7 @@ import lmforge.architecture.probe as probe
 from helpers import CONF, entry_stage, fails_in_one_line, tiny
 from lmforge.architecture.probe import variants
 from lmforge.interpret.induction import token_losses
+from lmforge.training.config import ObjectiveConfig, OptimConfig
 from lmforge.training.module import PretrainModule
 
 TRAINED, LENGTH = 8, 16
@@ -36,7 +37,7 @@ def test_the_tables_keep_the_trained_rows_and_edit_only_the_rest():
 def checkpoint(folder: Path, position: str) -> Path:
     torch.manual_seed(0)
     config = tiny(position=position, max_seq_len=LENGTH)
-    module = PretrainModule(config.to_dict(), {"kind": "clm"}, {}, max_steps=1)
+    module = PretrainModule(config, ObjectiveConfig(), OptimConfig(), max_steps=1)
     with torch.no_grad():  # trained rows unlike the untrained ones, as after pretraining
         if module.model.embeddings.pos is not None:
             module.model.embeddings.pos.weight[:TRAINED] *= 20
@@ -50,7 +51,7 @@ def config(tmp_path: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(
             config_name="positions_probe",
-            overrides=["logger=none", "probe.run=run", f"probe.artifacts_dir={tmp_path / 'ckpt'}",
+            overrides=["logger=none", "probe.run=run", f"probe.models_dir={tmp_path / 'ckpt'}",
                        f"probe.length={LENGTH}", f"train.seq_len={TRAINED}", f"probe.out_dir={tmp_path / 'out'}",
                        *overrides],
         )  # fmt: skip
@@ -71,7 +72,7 @@ def test_each_variant_is_the_models_loss_with_that_table(tmp_path, windows):
     path = checkpoint(tmp_path / "ckpt", "learned")
     entry_stage("positions_probe")(config(tmp_path))
     report = json.loads((tmp_path / "out" / "probe.json").read_text())
-    model = PretrainModule(**torch.load(path, weights_only=True)["hyper_parameters"])
+    model = PretrainModule.from_hparams(torch.load(path, weights_only=True)["hyper_parameters"])
     model.load_state_dict(torch.load(path, weights_only=True)["state_dict"])
     model = model.eval().model
     table = model.embeddings.pos.weight.detach().clone()
@@ -103,7 +104,7 @@ def test_a_run_without_learned_positions_or_a_length_past_the_table_is_one_line(
     err = fails_in_one_line(
         capsys,
         entry_stage("positions_probe"),
-        config(tmp_path, f"probe.artifacts_dir={tmp_path / 'ckpt2'}", "probe.length=32"),
+        config(tmp_path, f"probe.models_dir={tmp_path / 'ckpt2'}", "probe.length=32"),
     )
     assert "probe.length: got 32, expected more than train.seq_len=8 and at most the table's 16 rows" in err
     assert not (tmp_path / "out").exists()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from lmforge.data.datasets import Draws, PackedDataset, SentencePairDataset, pack_stream
+from lmforge.data.datasets import Draws, PackedDataset, SentencePairDataset, sentence_chunks
 from lmforge.errors import ConfigError, DataError
 
 BOS, EOS, CLS, SEP = 5, 1, 2, 3
@@ -43,11 +43,37 @@ def reference_stream(docs, bos=None, eos=None) -> list[int]:
 
 
 @pytest.mark.parametrize(("bos", "eos"), [(None, EOS), (BOS, EOS), (BOS, None), (None, None)])
-def test_pack_stream_matches_reference(make_encoded, bos, eos):
+def test_stream_ranges_match_the_packed_reference(make_encoded, bos, eos):
     docs = synthetic_documents(7)
-    assert pack_stream(make_encoded(docs), eos_id=eos, bos_id=bos).tolist() == reference_stream(
-        docs, bos, eos
-    )
+    docs.insert(3, [[]])  # an empty document: only its bos / eos are in the stream
+    reference = reference_stream(docs, bos, eos)
+    ds = PackedDataset(make_encoded(docs), block_size=4, eos_id=eos, bos_id=bos)
+    assert ds.stream(0, len(reference)).tolist() == reference
+    rng = np.random.default_rng(0)
+    for begin, length in zip(rng.integers(0, len(reference), 200), rng.integers(1, 20, 200)):
+        end = min(int(begin + length), len(reference))
+        assert ds.stream(int(begin), end).tolist() == reference[begin:end], (begin, end)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7, 16, 64])
+@pytest.mark.parametrize(("bos", "eos"), [(None, EOS), (BOS, EOS), (None, None)])
+def test_every_block_is_the_reference_cut(make_encoded, block_size, bos, eos):
+    docs = synthetic_documents(30, seed=block_size)
+    reference = reference_stream(docs, bos, eos)
+    ds = PackedDataset(make_encoded(docs), block_size=block_size, eos_id=eos, bos_id=bos)
+    assert len(ds) == len(reference) // block_size
+    cut = [reference[i * block_size : (i + 1) * block_size] for i in range(len(ds))]
+    assert [ds[i]["input_ids"].tolist() for i in range(len(ds))] == cut
+
+
+def test_blocks_hold_no_copy_of_the_split(make_encoded):
+    """The dataset keeps the split and one offset per document, not a stream per token."""
+    docs = synthetic_documents(40)
+    split = make_encoded(docs)
+    ds = PackedDataset(split, block_size=16, eos_id=EOS)
+    arrays = [v for v in vars(ds).values() if isinstance(v, (np.ndarray, torch.Tensor))]
+    assert max(len(a) for a in arrays) == len(docs) + 1 < split.n_tokens
+    assert ds.split.tokens is split.tokens
 
 
 def test_packed_blocks_are_full_and_put_eos_between_documents(make_encoded):
@@ -73,12 +99,75 @@ def test_packed_blocks_wrapped_in_cls_sep_keep_block_size(make_encoded):
         assert ids[1:-1] == body[i * 10 : (i + 1) * 10]
 
 
+def reference_boundaries(docs, bos=None, eos=None) -> tuple[list[int], list[int]]:
+    """Stream positions where each document starts (its bos) and where each sentence starts (a
+    document's first sentence at the document's start)."""
+    doc_starts, sentence_starts, at = [], [], 0
+    for doc in docs:
+        doc_starts.append(at)
+        sentence_starts.append(at)
+        at += bos is not None
+        for sentence in doc:
+            sentence_starts.append(at)
+            at += len(sentence)
+        at += eos is not None
+    return doc_starts, sorted(set(sentence_starts))
+
+
+@pytest.mark.parametrize("block_size", [3, 7, 16])
+@pytest.mark.parametrize(("bos", "eos"), [(None, EOS), (BOS, EOS), (BOS, None), (None, None)])
+def test_sentence_aligned_blocks_start_at_the_first_sentence_at_or_after_the_grid(
+    make_encoded, block_size, bos, eos
+):
+    docs = synthetic_documents(30, seed=block_size)
+    docs.insert(5, [[]])  # an empty document starts a block too (its bos / eos)
+    reference = reference_stream(docs, bos, eos)
+    _, starts = reference_boundaries(docs, bos, eos)
+    begins = []
+    for k in range(len(reference) // block_size):
+        later = [b for b in starts if b >= k * block_size]
+        if not later or later[0] + block_size > len(reference):
+            break
+        begins.append(later[0])
+    ds = PackedDataset(make_encoded(docs), block_size, eos_id=eos, bos_id=bos, start="sentence")
+    assert len(ds) == len(begins) and len(ds) >= len(reference) // block_size - 2
+    assert [ds[i]["input_ids"].tolist() for i in range(len(ds))] == [
+        reference[b : b + block_size] for b in begins
+    ]
+
+
+@pytest.mark.parametrize(("bos", "eos"), [(None, EOS), (BOS, EOS)])
+def test_document_aligned_blocks_are_each_documents_opening(make_encoded, bos, eos):
+    docs = synthetic_documents(30)
+    reference = reference_stream(docs, bos, eos)
+    doc_starts, _ = reference_boundaries(docs, bos, eos)
+    fits = [b for b in doc_starts if b + 40 <= len(reference)]
+    ds = PackedDataset(make_encoded(docs), 40, eos_id=eos, bos_id=bos, start="document")
+    assert len(ds) == len(fits) < len(docs)  # the last documents' openings run past the stream
+    assert [ds[i]["input_ids"].tolist() for i in range(len(ds))] == [reference[b : b + 40] for b in fits]
+    if bos is not None:
+        assert all(ds[i]["input_ids"][0] == bos for i in range(len(ds)))
+
+
+def test_aligned_blocks_keep_cls_and_sep(make_encoded):
+    docs = synthetic_documents()
+    ds = PackedDataset(make_encoded(docs), 12, eos_id=SEP, cls_id=CLS, sep_id=SEP, start="sentence")
+    _, starts = reference_boundaries(docs, eos=SEP)
+    body = reference_stream(docs, eos=SEP)
+    for i in (0, 1, len(ds) - 1):
+        ids = ds[i]["input_ids"].tolist()
+        b = next(b for b in starts if b >= i * 10)
+        assert ids == [CLS, *body[b : b + 10], SEP]
+
+
 def test_packed_errors(make_encoded):
     split = make_encoded([[[10, 11, 12]]])
     with pytest.raises(DataError, match="fewer than one block"):
         PackedDataset(split, block_size=8)
     with pytest.raises(ConfigError, match="block_size=2"):
         PackedDataset(split, block_size=2, cls_id=CLS, sep_id=SEP)
+    with pytest.raises(ConfigError, match="got 'paragraph', expected one of any, sentence, document"):
+        PackedDataset(split, block_size=2, start="paragraph")
 
 
 def document_of(docs) -> dict[int, int]:
@@ -163,6 +252,49 @@ def test_single_segment_mode(make_encoded):
     assert covered == set(range(len(docs)))  # single-sentence documents are used too
 
 
+def reference_chunks(docs, target: int, min_sentences: int) -> list[tuple[int, int]]:
+    """(first, end) sentence indices of the chunks, from the documents as Python lists."""
+    chunks, base = [], 0
+    for doc in docs:
+        lengths, start, tokens, mine = [len(s) for s in doc], 0, 0, []
+        if len(doc) >= min_sentences:
+            for i, n in enumerate(lengths):
+                tokens += n
+                if i + 1 - start >= min_sentences and tokens >= target:
+                    mine.append([start, i + 1])
+                    start, tokens = i + 1, 0
+            if start < len(doc):
+                if len(doc) - start < min_sentences and mine:
+                    mine[-1][1] = len(doc)
+                else:
+                    mine.append([start, len(doc)])
+        chunks += [(base + a, base + b) for a, b in mine]
+        base += len(doc)
+    return chunks
+
+
+@pytest.mark.parametrize(("target", "min_sentences"), [(1, 1), (9, 2), (17, 2), (40, 1)])
+def test_sentence_chunks_match_the_reference(make_encoded, target, min_sentences):
+    docs = synthetic_documents(60, seed=4)
+    docs.insert(5, [[]])  # an empty document yields no chunk
+    got = sentence_chunks(make_encoded(docs), target, min_sentences)
+    assert got.dtype == np.int64 and got.shape[1] == 2
+    assert [tuple(row) for row in got.tolist()] == reference_chunks(docs, target, min_sentences)
+
+
 def test_nsp_needs_two_documents(make_encoded):
     with pytest.raises(DataError, match="NSP needs at least 2"):
         SentencePairDataset(make_encoded([[[10, 11], [12, 13]]]), max_len=10, cls_id=CLS, sep_id=SEP)
+
+
+def test_a_split_pickles_as_its_location(make_encoded):
+    """A spawned DataLoader worker or DDP process gets the split's folder, not a copy of its tokens."""
+    import pickle
+
+    split = make_encoded(synthetic_documents(400))
+    assert len(pickle.dumps(split)) < 1_000 < split.tokens.nbytes
+    ds = PackedDataset(split, block_size=16, eos_id=EOS)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert [copy[i]["input_ids"].tolist() for i in range(len(ds))] == [
+        ds[i]["input_ids"].tolist() for i in range(len(ds))
+    ]

@@ -84,3 +84,27 @@ def test_the_epoch_reaches_persistent_workers():
         sampler.set_epoch(epoch)
         epochs.append(torch.cat([batch["labels"] for batch in loader]))
     assert not torch.equal(epochs[0], epochs[1]) and torch.equal(epochs[0], epochs[2])
+
+
+def test_spread_picks_fixed_evenly_spaced_examples():
+    from lmforge.data.sampling import spread
+
+    assert spread(5, None) == spread(5, 5) == spread(5, 9) == [0, 1, 2, 3, 4]
+    assert spread(10, 4) == [0, 2, 5, 7]
+    picked = spread(1_000_003, 2048)
+    assert len(picked) == len(set(picked)) == 2048 and picked == sorted(picked)
+    gaps = [b - a for a, b in zip(picked, picked[1:])]
+    assert max(gaps) - min(gaps) <= 1  # evenly spaced across the whole split, not its head
+    assert picked[-1] >= 1_000_003 - 489
+
+
+def test_iteration_in_chunks_yields_the_whole_permutation(monkeypatch):
+    """The epoch's order becomes Python ints a chunk at a time; the visits are the same."""
+    import lmforge.data.sampling as sampling
+
+    whole = list(VisitSampler(1000, seed=4))
+    monkeypatch.setattr(sampling, "CHUNK", 7)
+    chunked = VisitSampler(1000, seed=4)
+    assert list(chunked) == whole
+    chunked.resume(0, 333)
+    assert list(chunked) == whole[333:]

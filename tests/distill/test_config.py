@@ -46,6 +46,7 @@ def test_layer_map_defaults_to_every_other_teacher_layer(teacher_layers, values,
         ({"teacher": "bert"}, r"distill.teacher: got 'bert', expected pretrained or hf:"),
         ({"init": "copy"}, r"distill.init: .*'copy'.*teacher, random"),
         ({"student": {"n_layers": 3}}, r"distill.student.n_layers: got 3, expected it unset"),
+        ({"student": {"width": 64}}, r"distill.student.width: unknown field, expected one of: .*d_model"),
     ],
 )
 def test_bad_values_known_without_the_teacher_are_one_line(values, message):

@@ -9,17 +9,20 @@ from helpers import tiny
 from lmforge.distill.config import DistillConfig
 from lmforge.distill.module import DistillModule
 from lmforge.model import build_model
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind, OptimConfig
 from lmforge.training.module import PretrainModule
 
-OBJECTIVE = {"name": "bert", "kind": "mlm", "nsp": True}
+OBJECTIVE = ObjectiveConfig(name="bert", kind=ObjectiveKind.mlm, nsp=True)
 
 
 def test_it_saves_what_a_pretrain_module_saves_and_switches_loss_with_the_mode(mlm_batch):
     torch.manual_seed(0)
     config = tiny(family="encoder", position="learned", n_segments=2, n_layers=2)
     teacher = build_model(tiny(family="encoder", position="learned", n_segments=2, n_layers=4)).eval()
-    module = DistillModule(config.to_dict(), OBJECTIVE, {}, max_steps=1).distil_from(teacher, DistillConfig())
-    plain = PretrainModule(config.to_dict(), OBJECTIVE, {}, max_steps=1)
+    module = DistillModule(config, OBJECTIVE, OptimConfig(), max_steps=1).distil_from(
+        teacher, DistillConfig()
+    )
+    plain = PretrainModule(config, OBJECTIVE, OptimConfig(), max_steps=1)
     assert dict(module.hparams) == dict(plain.hparams)
     assert module.state_dict().keys() == plain.state_dict().keys()  # no teacher, no second NSP head
     plain.load_state_dict(module.state_dict(), strict=True)

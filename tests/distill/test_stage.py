@@ -211,7 +211,7 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
     settings = summary.DistillSummaryConfig(
         families=["fam"],
         tokenizers={"fam": "wordpiece"},
-        teacher_dir=str(tmp_path / "pretrain"),
+        models_dir=str(tmp_path / "pretrain"),
         teacher_rows=str(tmp_path / "finetune"),
         student_rows=str(tmp_path / "rows"),
         out_dir=str(tmp_path / "out"),
@@ -219,7 +219,8 @@ def test_the_summary_sets_teacher_student_and_control_side_by_side(
         latency_batches=[1, 2],
         latency_repeats=2,
     )
-    monkeypatch.setattr(summary, "distill_summary_config", lambda values: settings)
+    reads = {**summary.DistillSummaryPlan.reads(), "distill_summary": lambda values: settings}
+    monkeypatch.setattr(summary.DistillSummaryPlan, "reads", classmethod(lambda cls: reads))
     cfg = stage_config("run_name=summary")
     result = entry_stage("distill_summary")(cfg)
     written = json.loads((tmp_path / "out" / "summary.json").read_text())["fam"]

@@ -20,10 +20,10 @@ def _run(root: Path, name: str, val: float, steps: int, best: int) -> None:
 
 
 def test_the_grid_table_marks_each_rows_best_rate(tmp_path):
-    _run(tmp_path, "finetune.lr=0.0003,row=a", 0.70, 900, 600)
-    _run(tmp_path, "finetune.lr=0.001,row=a", 0.75, 800, 500)
-    _run(tmp_path, "finetune.lr=0.003,row=a", 0.75, 700, 400)  # a tie: the smaller rate is chosen
-    _run(tmp_path, "finetune.lr=0.01,row=b", 0.60, 300, 100)
+    _run(tmp_path, "finetune.optim.lr=0.0003,row=a", 0.70, 900, 600)
+    _run(tmp_path, "finetune.optim.lr=0.001,row=a", 0.75, 800, 500)
+    _run(tmp_path, "finetune.optim.lr=0.003,row=a", 0.75, 700, 400)  # a tie: the smaller rate is chosen
+    _run(tmp_path, "finetune.optim.lr=0.01,row=b", 0.60, 300, 100)
     (tmp_path / "multirun").mkdir()  # Hydra's own folder: no reports, skipped
     out = subprocess.run(
         [sys.executable, "scripts/finetune_lr_table.py", "--root", str(tmp_path)],

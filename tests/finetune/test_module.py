@@ -12,18 +12,16 @@ from helpers import tiny, tiny_wordpiece
 from lmforge.errors import ConfigError
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
+from lmforge.model.config import ModelConfig
+from lmforge.tasks.config import task_config
+from lmforge.training.config import OptimConfig
 
-OPTIM = {"lr": 3e-3, "weight_decay": 0.0, "schedule": "constant", "warmup_steps": 1}
+OPTIM = OptimConfig(lr=3e-3, weight_decay=0.0, schedule="constant", warmup_steps=1)
 TEXTS = ["the old tower", "paris is old", "the tower runs", "where does paris stand"]
 
 
-def model_values(family: str) -> dict:
-    return tiny(
-        family=family,
-        vocab_size=20,
-        n_segments=2 if family == "encoder" else 0,
-        max_seq_len=32,
-    ).to_dict()
+def model_values(family: str) -> ModelConfig:
+    return tiny(family=family, vocab_size=20, n_segments=2 if family == "encoder" else 0, max_seq_len=32)
 
 
 def records(kind: str) -> tuple[list[dict], list[str]]:
@@ -78,7 +76,9 @@ def test_each_task_kind_learns_its_fixture(kind, family, metric):
     rows, labels = records(kind)
     features = encode(kind, rows, tiny_wordpiece(), labels, max_len=32, train=True).features
     loader = DataLoader(features, batch_size=4, collate_fn=Collator(pad_id=0))
-    task = {"name": "t", "kind": kind, "source": "local", "labels": labels or None, "metrics": [metric]}
+    task = task_config(
+        {"name": "t", "kind": kind, "source": "local", "labels": labels or None, "metrics": [metric]}
+    )
     label_ids = [[5 + i, 3] for i in range(len(labels))]  # text-to-text targets: a word, then [SEP]
     module = FinetuneModule(model_values(family), task, OPTIM, 60, head_dropout=0.0, label_ids=label_ids)
     fit(module, loader, steps=60)
@@ -86,7 +86,7 @@ def test_each_task_kind_learns_its_fixture(kind, family, metric):
 
 
 def test_a_family_that_cannot_do_the_task_is_one_line():
-    task = {"name": "squadlike", "kind": "qa", "source": "local", "metrics": ["exact_match"]}
+    task = task_config({"name": "squadlike", "kind": "qa", "source": "local", "metrics": ["exact_match"]})
     with pytest.raises(
         ConfigError, match="model.family: got decoder for task squadlike \\(qa\\), expected one of: encoder"
     ):

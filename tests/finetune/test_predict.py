@@ -14,7 +14,7 @@ from lmforge.errors import DataError
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.finetune.predict import Predictor, example
-from lmforge.tasks.config import Kind
+from lmforge.tasks.config import Kind, task_config
 
 PAIRS = [("the old tower", "the tower runs"), ("paris is old", "where does paris stand")] * 2
 
@@ -30,7 +30,9 @@ def pair_records() -> tuple[list[dict], list[str]]:
 def module_and_rows(kind: str, family: str, metric: str) -> tuple[FinetuneModule, list[dict], list[str]]:
     torch.manual_seed(0)
     rows, labels = pair_records() if kind == "pair_classification" else records(kind)
-    task = {"name": "t", "kind": kind, "source": "local", "labels": labels or None, "metrics": [metric]}
+    task = task_config(
+        {"name": "t", "kind": kind, "source": "local", "labels": labels or None, "metrics": [metric]}
+    )
     label_ids = [[5 + i, 3] for i in range(len(labels))]
     module = FinetuneModule(model_values(family), task, OPTIM, 60, head_dropout=0.0, label_ids=label_ids)
     return module, rows, labels

@@ -20,6 +20,7 @@ from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.stats import paired
 from lmforge.tasks.config import Kind
 from lmforge.training.checkpoints import read_checkpoint
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind, OptimConfig
 from lmforge.training.module import PretrainModule
 
 WORDS = ["the old tower", "paris is old", "the tower runs", "where does paris stand", "old paris runs"]
@@ -28,7 +29,7 @@ SHORT = [
     "finetune.val_every=8",
     "finetune.batch_size=4",
     "finetune.warmup_ratio=0.1",
-    "finetune.lr=3e-3",
+    "finetune.optim.lr=3e-3",
     "finetune.head_dropout=0.0",
     "finetune.latency_examples=2",
 ]
@@ -58,8 +59,8 @@ def workspace(tmp_path, monkeypatch):
     tokenizer = tmp_path / "artifacts/tokenizers/wordpiece"
     tokenizer.mkdir(parents=True)
     tiny_wordpiece().save(str(tokenizer / "tokenizer.json"))
-    model = tiny(family="encoder", vocab_size=20, n_segments=2, max_seq_len=32).to_dict()
-    pretrained = PretrainModule(model, {"kind": "mlm"}, {}, max_steps=1)
+    model = tiny(family="encoder", vocab_size=20, n_segments=2, max_seq_len=32)
+    pretrained = PretrainModule(model, ObjectiveConfig(kind=ObjectiveKind.mlm), OptimConfig(), max_steps=1)
     checkpoint = tmp_path / "artifacts/pretrain/encoder/best.ckpt"
     checkpoint.parent.mkdir(parents=True)
     torch.save(
@@ -88,7 +89,7 @@ def test_pretrained_row_reports_and_exports_the_model_it_scores(workspace):
     assert (workspace / "reports/finetune/curves/toy.csv").read_text().startswith("seed,step,")
 
     checkpoint = read_checkpoint(workspace / "artifacts/finetune/toy/seed0/best.ckpt")  # weights_only
-    module = FinetuneModule(**checkpoint["hyper_parameters"])
+    module = FinetuneModule.from_hparams(checkpoint["hyper_parameters"])
     module.load_state_dict(checkpoint["state_dict"])
     features = encode("classification", records(10, 2), tiny_wordpiece(), ["negative", "positive"], 32, False)
     assert evaluate(module, [Collator(0)(features.features)])["accuracy"] == metrics["test_accuracy"]
@@ -144,7 +145,7 @@ def test_frozen_backbone_trains_only_the_head(workspace):
 
 
 def test_several_seeds_give_mean_and_std(workspace):
-    result = finetune("finetune.seeds=[0,1]", "finetune.max_steps=8", "finetune.lr=1e-4")
+    result = finetune("finetune.seeds=[0,1]", "finetune.max_steps=8", "finetune.optim.lr=1e-4")
     run = json.loads((workspace / "reports/finetune/rows/toy/run.json").read_text())
     values = run["test_per_seed"]["accuracy"]
     assert len(values) == 2 and result.metrics["test_accuracy"] == pytest.approx(sum(values) / 2)
@@ -343,7 +344,7 @@ def test_warmup_is_a_share_of_the_run_so_a_short_run_is_not_refused():
     assert FinetuneConfig(max_steps=200, warmup_ratio=0.1).warmup_steps == 20
     assert FinetuneConfig(max_steps=2000, warmup_ratio=0.06).warmup_steps == 120
     assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).warmup_steps == 0  # was refused at warmup 20
-    assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).optim()["warmup_steps"] == 0
+    assert FinetuneConfig(max_steps=5, warmup_ratio=0.1).run_optim().warmup_steps == 0
 
 
 def test_a_row_hands_tracking_its_best_validation_seed_as_a_model_that_answers_raw_rows(workspace):

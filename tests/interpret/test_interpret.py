@@ -216,7 +216,7 @@ def test_interpret_stage_end_to_end(in_workspace):
     overrides = [
         "tokenizer.vocab_size=600",
         f"train.seq_len={pretrain.train.seq_len}",
-        "interpret.checkpoints_dir=artifacts/pretrain/interp",
+        "interpret.run_dir=artifacts/pretrain/interp",
         "interpret.trajectory=[step1,step3,step10]",
         "interpret.induction_length=8",
         "interpret.induction_sequences=4",
@@ -270,7 +270,7 @@ def test_interpret_stage_on_an_encoder(in_workspace):
         "tokenizer=wordpiece",
         "tokenizer.vocab_size=600",
         f"train.seq_len={pretrain.train.seq_len}",
-        "interpret.checkpoints_dir=artifacts/pretrain/interp_encoder",
+        "interpret.run_dir=artifacts/pretrain/interp_encoder",
         "interpret.trajectory=[step1,step10]",
         "interpret.out_dir=reports/interpret/interp_encoder",
     )
@@ -293,10 +293,28 @@ def test_interpret_stage_on_an_encoder(in_workspace):
 
 
 def test_interpret_refuses_a_checkpoint_name_without_a_step(in_workspace):
-    cfg = interpret_config(
-        "interpret.trajectory=[best]", "interpret.checkpoints_dir=artifacts/pretrain/interp"
-    )
+    cfg = interpret_config("interpret.trajectory=[best]", "interpret.run_dir=artifacts/pretrain/interp")
     from lmforge.errors import DataError
 
     with pytest.raises(DataError, match="step300"):
         entry_stage("interpret")(cfg)
+
+
+@pytest.mark.parametrize("family", ["decoder", "encoder", "attn_only"])
+def test_each_interpret_preset_reads_checkpoints_its_pretrain_run_keeps(family):
+    """conf/interpret/<family>.yaml's trajectory names step<N> checkpoints of the default pipeline's
+    run of that family (its trainer.max_steps times train.keep_at): a recipe with other steps that
+    leaves the preset behind fails here, not in `dvc repro`."""
+    from benchmarks.time_to_quality import ROOT, pipeline_var, stage_plan
+    from lmforge.training.pretrain import kept_steps
+
+    presets = {**pipeline_var(ROOT / "dvc.yaml", "families"), **pipeline_var(ROOT / "dvc.yaml", "probes")}
+    plan = stage_plan("pretrain.py", "config", [f"{group}={name}" for group, name in presets[family].items()])
+    kept = {f"step{n}" for n in kept_steps(plan.train.keep_at, plan.trainer.max_steps)}
+    import yaml
+
+    own, base = (
+        yaml.safe_load((ROOT / "conf/interpret" / f"{n}.yaml").read_text()) for n in (family, "base")
+    )
+    trajectory = set(own.get("trajectory", base.get("trajectory")) or ())
+    assert trajectory and trajectory <= kept, (family, sorted(trajectory - kept), sorted(kept))

@@ -17,10 +17,12 @@ from lmforge.objectives.losses import linear_cross_entropy
 from lmforge.objectives.masking import IGNORE_INDEX
 
 
+@pytest.mark.parametrize("softcap", [None, 3.0])
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("chunk", [1, 7, 64])
-def test_values_and_gradients_equal_linear_then_cross_entropy(label_smoothing, with_bias, chunk):
+def test_values_and_gradients_equal_linear_then_cross_entropy(label_smoothing, with_bias, chunk, softcap):
+    """With `softcap` c the reference is autograd through c * tanh(logits / c): the soft-cap's gradient."""
     gen = torch.Generator().manual_seed(0)
     n, d, vocab = 37, 8, 50
     hidden = torch.randn(n, d, generator=gen, requires_grad=True)
@@ -30,9 +32,11 @@ def test_values_and_gradients_equal_linear_then_cross_entropy(label_smoothing, w
     targets[::5] = IGNORE_INDEX
     inputs = [hidden, weight] + ([bias] if with_bias else [])
 
-    result = linear_cross_entropy(hidden, weight, bias, targets, label_smoothing, chunk)
+    result = linear_cross_entropy(hidden, weight, bias, targets, label_smoothing, chunk, softcap)
     grads = torch.autograd.grad(result.loss, inputs)
     logits = F.linear(hidden, weight, bias)
+    if softcap is not None:
+        logits = softcap * torch.tanh(logits / softcap)
     expected = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=label_smoothing)
     expected_grads = torch.autograd.grad(expected, inputs)
 
@@ -91,10 +95,11 @@ def _assert_same(objective, chunk, model, batch):
             assert torch.equal(stats[key], value), key
 
 
+@pytest.mark.parametrize("softcap", [None, 2.0])
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
-def test_the_fused_causal_lm_equals_the_logits_one_on_a_tied_decoder(label_smoothing):
+def test_the_fused_causal_lm_equals_the_logits_one_on_a_tied_decoder(label_smoothing, softcap):
     torch.manual_seed(0)
-    model = build_model(tiny(family="decoder", tie_embeddings=True))
+    model = build_model(tiny(family="decoder", tie_embeddings=True, logit_softcap=softcap))
     _assert_same(CausalLMObjective(label_smoothing), 4, model, _batch(model.config.vocab_size))
 
 

@@ -36,7 +36,7 @@ def config(**kw) -> ScalingConfig:
 
 
 def cells(s: ScalingConfig, base: dict, objective: ObjectiveConfig, lr: float = 1e-3, seed: int = 7):
-    return grid_cells(s, base, objective, lr, seed)
+    return grid_cells(s, load_model_config(base), objective, lr, seed)
 
 
 def test_the_shape_rule_fixes_the_aspect_ratio_and_head_width():
@@ -54,7 +54,7 @@ def test_grid_cells_count_tokens_in_whole_steps_and_flops_from_the_shapes():
     assert len(grid) == 6 and {c.kind for c in grid} == {"grid"}
     for cell in grid:
         assert cell.tokens == cell.steps * 4 * 32  # 1000 tokens -> 7 whole steps of 128
-        per_step = training_flops(load_model_config(cell.model), 4, 32)
+        per_step = training_flops(cell.model, 4, 32)
         assert cell.flops == cell.steps * per_step
         assert cell.flops_6nd == 6 * cell.params_total * cell.tokens
     # the vocabulary head and attention make the counted FLOPs exceed 6 N_non-embedding D at this size
@@ -77,7 +77,7 @@ def test_mlm_counts_the_head_on_the_selected_positions_only():
     encoder = BASE | {"family": "encoder", "head_transform": True}
     mlm = ObjectiveConfig(name="roberta", kind=ObjectiveKind.mlm)
     (cell,) = cells(config(sizes=[1], tokens=[1024]), encoder, mlm)
-    c = load_model_config(cell.model)
+    c = cell.model
     assert cell.flops == cell.steps * training_flops(c, 4, 32, projected=round(0.15 * 128))
 
 

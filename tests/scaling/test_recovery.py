@@ -10,6 +10,7 @@ how often the grid identifies each parameter, which is what the default report's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def default_runs() -> tuple[np.ndarray, np.ndarray, list[str]]:
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         plan = entry_stage("scaling_sweep").visible(compose(config_name="scaling", overrides=["logger=none"]))
     vocab = compose_vocab(plan)
-    base = {**plan.model.to_dict(), "vocab_size": vocab, "pad_token_id": 0}
+    base = dataclasses.replace(plan.model, vocab_size=vocab, pad_token_id=0)
     grid = cells(plan.scaling, base, plan.objective, plan.optim.lr, plan.seed)
     N = np.array([c.params_non_embedding for c in grid], dtype=float)
     D = np.array([c.tokens for c in grid], dtype=float)

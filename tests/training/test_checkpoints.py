@@ -87,6 +87,22 @@ def test_broken_checkpoints_are_one_line(tmp_path, content, needle):
     _one_line(err, str(path), needle, "expected a checkpoint written by the lmforge pretrain stage")
 
 
+@pytest.mark.parametrize(
+    ("hparams", "needle"),
+    [
+        ({"model": {}, "objective": {}, "optim": {}}, "hyperparameters lack max_steps"),
+        ({"model": {"n_layers": -1}, "objective": {}, "optim": {}, "max_steps": 1}, "model.n_layers"),
+        ({"model": {}, "objective": {"kind": "lm"}, "optim": {}, "max_steps": 1}, "objective.kind"),
+    ],
+)
+def test_hyperparameters_that_build_no_model_are_one_line(tmp_path, hparams, needle):
+    path = tmp_path / "x.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": hparams}, path)
+    with pytest.raises(DataError) as err:
+        load_module(path)
+    _one_line(err, str(path), "hyperparameters that build no model", needle)
+
+
 def test_weights_of_another_architecture_are_refused(in_workspace):
     entry_stage("pretrain")(stage_config(*DECODER, "run_name=arch"))
     path = Path("artifacts/pretrain/arch/best.ckpt")

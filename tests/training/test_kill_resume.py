@@ -15,14 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import SMOKE_DECODER
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = [
-    "experiment=smoke",
-    "data=local",
-    "data.local.path=corpus",
-    "model=gpt_tiny",
-    "objective=clm",
-    "tokenizer=bpe",
+    *SMOKE_DECODER,
     "model.dropout=0.1",
     "trainer.max_steps=40",
     "trainer.val_check_interval=10",

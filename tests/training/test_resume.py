@@ -19,6 +19,22 @@ FAMILIES = {
     "roberta": ["model=bert_tiny", "objective=roberta", "tokenizer=wordpiece", "model.dropout=0.1"],
     "decoder": ["model=gpt_tiny", "objective=clm", "tokenizer=bpe", "model.dropout=0.1"],
     "encoder_decoder": ["model=t5_tiny", "objective=span_corruption", "tokenizer=bpe"],
+    # the speedrun's knobs together: Muon beside AdamW, warmup-stable-decay, QK-norm, ReLU², zero-init
+    # residual outputs, soft-capped logits through the fused loss, value embeddings, the embedding skip
+    "decoder_speedrun": [
+        "model=gpt_tiny",
+        "objective=clm",
+        "tokenizer=bpe",
+        "optim.algorithm=muon",
+        "optim.schedule=wsd",
+        "model.qk_norm=true",
+        "model.activation=relu2",
+        "model.zero_init_residual=true",
+        "model.logit_softcap=15.0",
+        "model.value_embeddings=1",
+        "model.embedding_skip=true",
+        "objective.loss_chunk=64",
+    ],
 }
 # 14 steps over a few short epochs, validation every 4, last.ckpt every 3 (at 12 after validation):
 # interruptions land mid-epoch and between checkpoints.
@@ -59,6 +75,10 @@ def test_interrupted_runs_end_exactly_like_an_uninterrupted_one(in_workspace, fa
     assert _files(name) == _files(f"{family}-whole")
     for key, value in _weights(f"{family}-whole").items():
         torch.testing.assert_close(_weights(name)[key], value, rtol=1e-5, atol=1e-6, msg=key)
+    if family == "decoder_speedrun":  # Muon's momentum and AdamW's moments, both in the checkpoint
+        last = torch.load(Path("artifacts/pretrain") / name / "last.ckpt", weights_only=True)
+        kinds = {frozenset(v) for v in last["optimizer_states"][0]["state"].values()}
+        assert {frozenset({"momentum_buffer"}), frozenset({"step", "exp_avg", "exp_avg_sq"})} <= kinds
 
 
 def test_resuming_a_finished_run_rewrites_the_same_record(in_workspace):

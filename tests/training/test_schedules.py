@@ -1,4 +1,4 @@
-"""Learning-rate schedules (Noam, linear, cosine, constant) and AdamW decay groups."""
+"""Learning-rate schedules (Noam, linear, cosine, constant, warmup-stable-decay) and AdamW decay groups."""
 
 from __future__ import annotations
 
@@ -68,9 +68,23 @@ def test_constant_with_and_without_warmup():
     assert _lrs("linear", 2, warmup_steps=0, total_steps=2) == pytest.approx([0.5, 0.0])
 
 
+def test_wsd_warms_up_holds_the_peak_then_decays_over_its_last_share():
+    lrs = _lrs(
+        "wsd", 110, base_lr=2.0, warmup_steps=10, total_steps=100, decay_fraction=0.2, min_lr_ratio=0.1
+    )
+    assert lrs[0] == pytest.approx(0.2) and lrs[9] == pytest.approx(2.0)  # warmup reaches the peak
+    assert lrs[9:80] == pytest.approx([2.0] * 71)  # stable through update 80
+    assert lrs[89] == pytest.approx(2.0 * (1 - 0.9 * 0.5))  # halfway through the last 20 updates
+    assert lrs[99] == pytest.approx(0.2) and lrs[109] == pytest.approx(0.2)  # floor at total and after
+    assert all(a >= b for a, b in itertools.pairwise(lrs[9:]))
+    whole = _lrs("wsd", 4, warmup_steps=0, total_steps=4, decay_fraction=1.0)
+    assert whole == pytest.approx([0.75, 0.5, 0.25, 0.0])  # decay_fraction 1: the linear schedule
+    assert whole == pytest.approx(_lrs("linear", 4, warmup_steps=0, total_steps=4))
+
+
 def test_bad_schedule_arguments_are_one_line_config_errors():
     opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
-    with pytest.raises(ConfigError, match="noam, linear, cosine, constant") as info:
+    with pytest.raises(ConfigError, match="noam, linear, cosine, constant, wsd") as info:
         build_scheduler(opt, "exponential", warmup_steps=10, total_steps=100)
     assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="total_steps"):
@@ -81,6 +95,10 @@ def test_bad_schedule_arguments_are_one_line_config_errors():
         build_scheduler(opt, "noam", warmup_steps=100, d_model=512, min_lr_ratio=0.1)
     with pytest.raises(ConfigError, match="warmup_steps"):
         build_scheduler(opt, "linear", warmup_steps=-1, total_steps=100)
+    with pytest.raises(ConfigError, match="decay_fraction=0"):
+        build_scheduler(opt, "wsd", warmup_steps=1, total_steps=100, decay_fraction=0)
+    with pytest.raises(ConfigError, match="optim.decay_fraction: got 1.5"):
+        OptimConfig(schedule="wsd", decay_fraction=1.5)
 
 
 def test_scheduler_state_round_trips_through_a_checkpoint():

@@ -14,7 +14,7 @@ from helpers import tiny
 from lmforge.errors import DataError
 from lmforge.objectives.masking import IGNORE_INDEX
 from lmforge.objectives.seq2seq import Seq2SeqObjective
-from lmforge.training.config import OptimConfig
+from lmforge.training.config import ObjectiveConfig, ObjectiveKind, OptimConfig
 from lmforge.training.module import PretrainModule
 from lmforge.translate.batches import Encoded, PairCollator, TokenBatches, encode_pairs, token_batches
 from lmforge.translate.config import (
@@ -197,12 +197,12 @@ def test_the_seq2seq_kind_trains_translation_as_span_corruption_did():
     # and gradients on the same batch, so the committed translation metrics stay where they are.
     pairs = [Encoded([7, 8, 9, 1], [4, 5, 6, 1]), Encoded([9, 1], [3, 12, 1]), Encoded([10, 11, 1], [2, 1])]
     batch = PairCollator(pairs, pad=0, bos=1)([0, 1, 2])
-    model = tiny(family="encoder_decoder", n_encoder_layers=2, vocab_size=20, dropout=0.0).to_dict()
-    optim = {"name": "noam", "lr": 1.0, "schedule": "noam", "warmup_steps": 4}
+    model = tiny(family="encoder_decoder", n_encoder_layers=2, vocab_size=20, dropout=0.0)
+    optim = OptimConfig(name="noam", lr=1.0, schedule="noam", warmup_steps=4)
     results = []
     for kind in ("span_corruption", "seq2seq"):
         torch.manual_seed(0)
-        objective = {"name": "translation", "kind": kind, "label_smoothing": 0.1}
+        objective = ObjectiveConfig(name="translation", kind=ObjectiveKind(kind), label_smoothing=0.1)
         module = PretrainModule(model, objective, optim, max_steps=10)
         loss, stats = module(batch)
         loss.backward()

@@ -10,8 +10,8 @@ from lmforge.structured import Group, rooted
 
 @dataclass(frozen=True)
 class ArchConfig:
-    # the pretrain stage's folders: {artifacts_dir}/{run}/best.ckpt, {pretrain_reports}/{run}/metrics.json
-    artifacts_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
+    # the pretrain stage's folders: {models_dir}/{run}/best.ckpt, {pretrain_reports}/{run}/metrics.json
+    models_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
     pretrain_reports: str = rooted("reports/pretrain", "${paths.reports}/pretrain")
     # each comparison's runs, the reference first
     positions: list[str] = field(

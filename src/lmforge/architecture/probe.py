@@ -30,18 +30,20 @@ from lmforge.interpret.data import text_windows
 from lmforge.interpret.induction import token_losses
 from lmforge.io import write_json, write_text
 from lmforge.model.config import Position
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import paired
 from lmforge.structured import Group, rooted
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import TrainConfig, train_config
 from lmforge.training.pretrain import tokenizer_paths
 
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    run: str = "arch_learned"  # a run of {artifacts_dir}/<run>/best.ckpt trained with learned positions
-    artifacts_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
+    run: str = "arch_learned"  # a run of {models_dir}/<run>/best.ckpt trained with learned positions
+    models_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
     length: int = 512  # test windows, tokens: longer than train.seq_len, within the table
     max_windows: int | None = None  # null -> every window of the test split
     batch_size: int = 16
@@ -65,10 +67,19 @@ def variants(table: torch.Tensor, trained: int) -> dict[str, torch.Tensor]:
     return {"trained": table, "zero past": zero_past, "clamped": clamped, "zero all": torch.zeros_like(table)}
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ProbePlan(Plan):
+    """The `positions_probe` stage's plan."""
+
+    probe: ProbeConfig = read(probe_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    train: TrainConfig = read(train_config)
+
+
+def run(plan: ProbePlan) -> StageResult:
     cfg: ProbeConfig = plan.probe
     trained = plan.train.seq_len
-    path = Path(cfg.artifacts_dir) / cfg.run / "best.ckpt"
+    path = Path(cfg.models_dir) / cfg.run / "best.ckpt"
     model = load_module(path).model
     if model.config.position is not Position.learned:
         raise DataError(

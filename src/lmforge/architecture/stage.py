@@ -17,11 +17,13 @@ Writes {out_dir}.json (flat metrics) and {out_dir}/ arch.json, summary.md, posit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import torch
 
+from lmforge.architecture.config import ArchConfig, arch_config
 from lmforge.architecture.measures import (
     decode_seconds,
     interleaved_medians,
@@ -34,10 +36,12 @@ from lmforge.interpret.data import text_windows
 from lmforge.interpret.induction import token_losses
 from lmforge.io import write_json, write_text
 from lmforge.model.params import count_parameters
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import paired
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import TrainConfig, train_config
 from lmforge.training.pretrain import tokenizer_paths
 
 
@@ -62,7 +66,16 @@ def pretrain_record(folder: Path, run: str) -> dict:
         ) from None
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ArchEvalPlan(Plan):
+    """The `arch_eval` stage's plan."""
+
+    arch: ArchConfig = read(arch_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    train: TrainConfig = read(train_config)
+
+
+def run(plan: ArchEvalPlan) -> StageResult:
     cfg, out = plan.arch, Path(plan.arch.out_dir)
     train_length = plan.train.seq_len
     if train_length not in cfg.lengths or train_length == cfg.lengths[-1]:
@@ -73,7 +86,7 @@ def run(plan: Plan) -> StageResult:
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     eos = special_token_ids(load_tokenizer(tokenizer_file)).eos
     names = list(dict.fromkeys([*cfg.positions, *cfg.kv_heads, *cfg.norms]))
-    models = {name: load_module(Path(cfg.artifacts_dir) / name / "best.ckpt").model for name in names}
+    models = {name: load_module(Path(cfg.models_dir) / name / "best.ckpt").model for name in names}
     records = {name: pretrain_record(Path(cfg.pretrain_reports), name) for name in names}
     for name, model in models.items():
         if model.config.max_seq_len < cfg.lengths[-1]:

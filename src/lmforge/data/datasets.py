@@ -6,6 +6,13 @@
     stream = [bos] doc_0 [eos] [bos] doc_1 [eos] ...        (bos / eos only when given)
     block  = [cls] stream[k*n : (k+1)*n] [sep]               n = block_size - (#cls + #sep)
 
+    Training blocks may instead start at a boundary (`start`): with "sentence", block k is
+    stream[b : b+n] where b is the first sentence start at or after k*n (a document's first sentence
+    starts at its [bos]), so no block opens mid-sentence and consecutive blocks overlap by less than a
+    sentence; with "document", block j is the first n stream positions of document j (running on
+    into the next documents when it is shorter), one block per document: the speedrun's batches
+    aligned to document starts.
+
 `Draws`: which random draw (static copy or epoch) an example's corruption uses on each visit.
 
 `SentencePairDataset`: BERT next-sentence-prediction pairs from real text (Devlin et al., 2019):
@@ -17,6 +24,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import torch
 from torch.utils.data import Dataset
@@ -25,28 +34,18 @@ from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 
 
-def pack_stream(split: EncodedSplit, eos_id: int | None = None, bos_id: int | None = None) -> np.ndarray:
-    """All documents concatenated as int64, each preceded by `bos_id` / followed by `eos_id` if given."""
-    doc_offsets = split.document_token_offsets()
-    doc_lengths = np.diff(doc_offsets)
-    n_docs = len(doc_lengths)
-    lead, extra = int(bos_id is not None), int(bos_id is not None) + int(eos_id is not None)
-    stream = np.empty(split.n_tokens + extra * n_docs, dtype=np.int64)
-    doc_of_token = np.repeat(np.arange(n_docs), doc_lengths)
-    stream[np.arange(split.n_tokens) + extra * doc_of_token + lead] = split.tokens
-    starts = doc_offsets[:-1] + extra * np.arange(n_docs)  # where each document's bos would go
-    if bos_id is not None:
-        stream[starts] = bos_id
-    if eos_id is not None:
-        stream[starts + lead + doc_lengths] = eos_id
-    return stream
-
-
 class PackedDataset(Dataset):
     """Fixed-length blocks cut from the packed token stream; the last partial block is dropped.
 
+    The stream is never built: a block is assembled on request from the split's token file
+    (`EncodedSplit.read`) and its document offsets (n_documents + 1 integers), so memory does not
+    grow with the corpus. Stream position `p` lies in document `j` where `starts[j] <= p < starts[j + 1]`, with
+    `starts[j] = token_offset[j] + j * (#bos + #eos)`: [bos] tokens [eos] of each document in turn.
+
     Item: {"input_ids": LongTensor(block_size), "index": int}.
     """
+
+    STARTS = ("any", "sentence", "document")
 
     def __init__(
         self,
@@ -56,59 +55,117 @@ class PackedDataset(Dataset):
         bos_id: int | None = None,
         cls_id: int | None = None,
         sep_id: int | None = None,
+        start: str = "any",
     ) -> None:
-        self.head = torch.tensor([] if cls_id is None else [cls_id], dtype=torch.long)
-        self.tail = torch.tensor([] if sep_id is None else [sep_id], dtype=torch.long)
+        if start not in self.STARTS:
+            raise ConfigError(f"block start: got {start!r}, expected one of {', '.join(self.STARTS)}")
+        self.head = np.asarray([] if cls_id is None else [cls_id], dtype=np.int64)
+        self.tail = np.asarray([] if sep_id is None else [sep_id], dtype=np.int64)
         self.content = block_size - len(self.head) - len(self.tail)  # stream tokens per block
         if self.content < 1:
             raise ConfigError(
                 f"block_size={block_size} leaves no room for tokens besides [CLS]/[SEP]; expected more"
             )
-        self.block_size = block_size
-        self.stream = torch.from_numpy(pack_stream(split, eos_id=eos_id, bos_id=bos_id))
-        self.n_blocks = len(self.stream) // self.content
+        self.block_size, self.split = block_size, split
+        self.bos, self.eos = bos_id, eos_id
+        self.lead = int(bos_id is not None)
+        self.doc_offsets = split.document_token_offsets()
+        per_doc = self.lead + int(eos_id is not None)
+        self.starts = self.doc_offsets + per_doc * np.arange(len(self.doc_offsets))
+        self.start, stream_length = start, int(self.starts[-1])
+        if start == "document":  # documents whose block fits before the stream ends
+            self.n_blocks = int(np.searchsorted(self.starts, stream_length - self.content, side="right"))
+        else:
+            self.n_blocks = stream_length // self.content
+            while (
+                start == "sentence"
+                and self.n_blocks
+                and self.begin(self.n_blocks - 1) + self.content > stream_length
+            ):
+                self.n_blocks -= 1  # a block moved forward past the stream's end
         if self.n_blocks == 0:
             raise DataError(
-                f"split {split.split} packs to {len(self.stream)} tokens, fewer than one block of "
+                f"split {split.split} packs to {stream_length} tokens, fewer than one block of "
                 f"{self.content}; expected a smaller block_size or more data"
             )
 
     def __len__(self) -> int:
         return self.n_blocks
 
+    def begin(self, index: int) -> int:
+        """Stream position where block `index` starts."""
+        if self.start == "document":
+            return int(self.starts[index])
+        at = index * self.content
+        if self.start == "any":
+            return at
+        doc = int(np.searchsorted(self.starts, at, side="right")) - 1
+        if at == self.starts[doc]:
+            return at
+        sentences = self.split.sentence_range(doc)
+        offsets = self.split.sentence_offsets_at(sentences.start, sentences.stop)  # its sentences' starts
+        token = (
+            int(self.doc_offsets[doc]) + at - int(self.starts[doc]) - self.lead
+        )  # first token at or after `at`
+        k = int(np.searchsorted(offsets, token, side="left"))
+        if k == len(offsets):  # no sentence of this document starts there: the next document's [bos]
+            return int(self.starts[doc + 1])
+        return int(self.starts[doc]) + self.lead + int(offsets[k] - self.doc_offsets[doc])
+
+    def stream(self, begin: int, end: int) -> np.ndarray:
+        """Stream positions [begin, end) as int64: the documents' tokens with their bos / eos."""
+        pieces = []
+        doc = int(np.searchsorted(self.starts, begin, side="right")) - 1
+        while begin < end:
+            first, length = int(self.starts[doc]), int(self.doc_offsets[doc + 1] - self.doc_offsets[doc])
+            lo, hi = begin - first, min(end, int(self.starts[doc + 1])) - first  # within this document
+            if lo == 0 and self.lead:
+                pieces.append(np.asarray([self.bos], dtype=np.int64))
+            t0, t1 = max(lo - self.lead, 0), min(hi - self.lead, length)  # its tokens in [lo, hi)
+            if t1 > t0:
+                offset = int(self.doc_offsets[doc])
+                pieces.append(self.split.read(offset + t0, offset + t1).astype(np.int64))
+            if self.eos is not None and hi == self.lead + length + 1:
+                pieces.append(np.asarray([self.eos], dtype=np.int64))
+            begin, doc = first + hi, doc + 1
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
     def __getitem__(self, index: int) -> dict[str, torch.Tensor | int]:
         if not 0 <= index < self.n_blocks:
             raise IndexError(f"block {index} out of range for {self.n_blocks} blocks")
-        body = self.stream[index * self.content : (index + 1) * self.content]
-        return {"input_ids": torch.cat([self.head, body, self.tail]), "index": index}
+        first = self.begin(index)
+        body = self.stream(first, first + self.content)
+        return {"input_ids": torch.from_numpy(np.concatenate([self.head, body, self.tail])), "index": index}
 
 
-def sentence_chunks(split: EncodedSplit, target: int, min_sentences: int) -> list[tuple[int, int, int]]:
-    """(document, first sentence, end sentence) chunks of consecutive sentences.
+def sentence_chunks(split: EncodedSplit, target: int, min_sentences: int) -> np.ndarray:
+    """(first sentence, end sentence) of each chunk of consecutive sentences of one document, as an
+    (n, 2) int64 array: 16 bytes a chunk, the sentence offsets read one document at a time.
 
     A chunk closes once it holds at least `min_sentences` sentences and `target` tokens; a short
     remainder at the end of a document joins the previous chunk. Documents with fewer than
     `min_sentences` sentences yield no chunk.
     """
-    lengths = np.diff(split.sentence_offsets)
-    chunks: list[tuple[int, int, int]] = []
+    out = array("q")
+    documents = np.asarray(split.document_offsets)
     for doc in range(split.n_documents):
-        sents = split.sentence_range(doc)
-        if len(sents) < min_sentences:
+        first, stop = int(documents[doc]), int(documents[doc + 1])
+        if stop - first < min_sentences:
             continue
-        start, tokens, first_of_doc = sents.start, 0, len(chunks)
-        for i in sents:
-            tokens += int(lengths[i])
+        lengths = np.diff(split.sentence_offsets_at(first, stop + 1)).tolist()
+        start, tokens, first_of_doc = first, 0, len(out)
+        for i in range(first, stop):
+            tokens += lengths[i - first]
             if i + 1 - start >= min_sentences and tokens >= target:
-                chunks.append((doc, start, i + 1))
+                out.extend((start, i + 1))
                 start, tokens = i + 1, 0
-        if start == sents.stop:
+        if start == stop:
             continue
-        if sents.stop - start < min_sentences and len(chunks) > first_of_doc:
-            chunks[-1] = (doc, chunks[-1][1], sents.stop)  # too few sentences left: extend the last chunk
+        if stop - start < min_sentences and len(out) > first_of_doc:
+            out[-1] = stop  # too few sentences left: extend the last chunk
         else:
-            chunks.append((doc, start, sents.stop))
-    return chunks
+            out.extend((start, stop))
+    return np.frombuffer(out, dtype=np.int64).reshape(-1, 2) if out else np.zeros((0, 2), dtype=np.int64)
 
 
 class SentencePairDataset(Dataset):
@@ -128,7 +185,7 @@ class SentencePairDataset(Dataset):
         self.nsp, self.seed = nsp, seed
         self.budget = max_len - (3 if nsp else 2)  # tokens left for A (+ B) after the specials
         self.chunks = sentence_chunks(split, self.budget, min_sentences=2 if nsp else 1)
-        if not self.chunks:
+        if len(self.chunks) == 0:
             raise DataError(f"split {split.split} has no document with enough sentences for sentence pairs")
         if nsp and split.n_documents < 2:
             raise DataError(f"split {split.split} has {split.n_documents} document; NSP needs at least 2")
@@ -137,14 +194,16 @@ class SentencePairDataset(Dataset):
         return len(self.chunks)
 
     def _tokens(self, first: int, end: int) -> np.ndarray:
-        offsets = self.split.sentence_offsets
-        return np.asarray(self.split.tokens[offsets[first] : offsets[end]], dtype=np.int64)
+        """The tokens of sentences [first, end), read from the files (not through their memory maps)."""
+        begin, stop = self.split.sentence_offsets_at(first, end + 1)[[0, -1]]
+        return self.split.read(int(begin), int(stop)).astype(np.int64)
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor | int]:
         return self.item(index, 0)
 
     def item(self, index: int, draw: int) -> dict[str, torch.Tensor | int]:
-        doc, first, end = self.chunks[index]
+        first, end = (int(v) for v in self.chunks[index])
+        doc = int(np.searchsorted(self.split.document_offsets, first, side="right")) - 1
         if not self.nsp:
             a = self._tokens(first, end)[: self.budget]
             return self._item([self.cls_id, *a, self.sep_id], len(a) + 2, -1, index)
@@ -164,8 +223,10 @@ class SentencePairDataset(Dataset):
         sents = self.split.sentence_range(other)
         start = int(rng.integers(sents.start, sents.stop)) if len(sents) else sents.start
         end = start
-        offsets = self.split.sentence_offsets
-        while end < sents.stop and (end == start or offsets[end] - offsets[start] < target):
+        offsets = self.split.sentence_offsets_at(sents.start, sents.stop + 1)  # of that document
+        while end < sents.stop and (
+            end == start or offsets[end - sents.start] - offsets[start - sents.start] < target
+        ):
             end += 1
         return self._tokens(start, end)
 

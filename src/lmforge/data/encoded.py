@@ -21,6 +21,8 @@ import numpy as np
 from lmforge.errors import DataError
 from lmforge.io import atomic_path
 
+CHUNK = 1 << 20  # offsets read at a time (8 MiB)
+
 
 def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size < 2**16 else np.uint32)
@@ -73,7 +75,7 @@ def _save_npy(path: Path, values: list[int]) -> None:
 def _load_offsets(path: Path) -> np.ndarray:
     """An int64 offsets array, or one DataError line: missing, truncated and pickled files refused."""
     try:
-        offsets = np.load(path, allow_pickle=False)
+        offsets = np.load(path, mmap_mode="r", allow_pickle=False)  # read on demand, like the tokens
     except (OSError, ValueError, EOFError) as err:
         raise DataError(
             f"{path} is missing or corrupt ({str(err).splitlines()[0]}); re-run the encode stage"
@@ -86,7 +88,7 @@ def _load_offsets(path: Path) -> np.ndarray:
 
 
 class EncodedSplit:
-    """Read-only view of one encoded split: tokens as np.memmap, offsets as int64 arrays."""
+    """Read-only view of one encoded split: tokens and offsets memory-mapped, read as they are used."""
 
     def __init__(self, directory: str | os.PathLike, split: str) -> None:
         self.directory, self.split = Path(directory), split
@@ -113,9 +115,18 @@ class EncodedSplit:
             )
         # np.memmap refuses empty files; an empty split is represented by an empty array instead.
         self.tokens = np.memmap(bin_path, dtype=self.dtype, mode="r") if n_bytes else np.zeros(0, self.dtype)
+        self._fd: int | None = None  # opened by `read`, in each process that reads
+        self._offsets_fd: int | None = None  # opened by `sentence_offsets_at`
         self.sentence_offsets = _load_offsets(self.directory / f"{split}.sentences.npy")
         self.document_offsets = _load_offsets(self.directory / f"{split}.documents.npy")
         self._check()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (to a spawned DataLoader worker or a DDP process) as its location, not its arrays."""
+        return {"directory": self.directory, "split": self.split}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["directory"], state["split"])  # type: ignore[misc]
 
     def _check(self) -> None:
         s, d = self.sentence_offsets, self.document_offsets
@@ -149,5 +160,34 @@ class EncodedSplit:
         return range(int(self.document_offsets[doc]), int(self.document_offsets[doc + 1]))
 
     def document_token_offsets(self) -> np.ndarray:
-        """int64 token offsets of the documents, n_documents + 1."""
-        return self.sentence_offsets[self.document_offsets]
+        """int64 token offsets of the documents, n_documents + 1: the sentence offsets file read in
+        chunks (not through its memory map, which would keep every page of it in this process)."""
+        wanted = np.asarray(self.document_offsets)
+        out = np.empty(len(wanted), dtype=np.int64)
+        path, header = self.directory / f"{self.split}.sentences.npy", self.sentence_offsets.offset
+        for start in range(0, len(self.sentence_offsets), CHUNK):
+            chunk = np.fromfile(path, dtype=np.int64, count=CHUNK, offset=header + 8 * start)
+            lo, hi = np.searchsorted(wanted, [start, start + len(chunk)])
+            out[lo:hi] = chunk[wanted[lo:hi] - start]
+        return out
+
+    def sentence_offsets_at(self, first: int, stop: int) -> np.ndarray:
+        """Sentence offsets [first, stop) as int64, read from the offsets file as `read` reads tokens
+        (random reads through the memory map would keep its pages in the process)."""
+        if self._offsets_fd is None:
+            self._offsets_fd = os.open(self.directory / f"{self.split}.sentences.npy", os.O_RDONLY)
+        at = self.sentence_offsets.offset + 8 * first
+        return np.frombuffer(os.pread(self._offsets_fd, 8 * (stop - first), at), dtype=np.int64)
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Tokens [start, stop), read from the file rather than the memory map: a long run's random
+        reads then leave no pages mapped into the process (its resident memory stays flat; the
+        kernel's page cache keeps what is hot)."""
+        if self._fd is None:
+            self._fd = os.open(self.directory / f"{self.split}.bin", os.O_RDONLY)
+        size = self.dtype.itemsize
+        return np.frombuffer(os.pread(self._fd, (stop - start) * size, start * size), dtype=self.dtype)
+
+    def __del__(self) -> None:
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)

@@ -21,6 +21,7 @@ run leaves the previous outputs intact and never a half-written shard under the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -29,18 +30,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lmforge.data import card
-from lmforge.data.config import DataConfig
+from lmforge.data.config import DataConfig, data_config
 from lmforge.data.documents import MANIFEST, PreparedWriter, parse_line
 from lmforge.data.sources import load_documents
 from lmforge.data.splits import DocumentIndex
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 
 SIZES = struct.Struct("<4q")  # a kept document's `card.Sizes`, beside its line in the spill
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class PreparePlan(Plan):
+    """The `prepare` stage's plan."""
+
+    data: DataConfig = read(data_config)
+
+
+def run(plan: PreparePlan) -> StageResult:
     data: DataConfig = plan.data
     prepared, reports = Path(data.prepared_dir), Path(data.reports_dir)
     loaded = load_documents(data)

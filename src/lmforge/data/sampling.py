@@ -10,6 +10,7 @@ seeds the example's corruption. `resume(epoch, consumed)` restarts an epoch afte
 
 `VisitSampler(shuffle=False)` serves evaluation: indices in order, rank r taking r, r + W, ...,
 every example exactly once across processes (sums over the split are exact after a reduction).
+`spread(n, limit)` picks the fixed, evenly spaced examples that evaluation scores of a large split.
 """
 
 from __future__ import annotations
@@ -52,5 +53,16 @@ class VisitSampler(Sampler):
 
     def __iter__(self) -> Iterator[tuple[int, int] | int]:
         epoch, start = self.epoch, self.start
-        for index in self._order(epoch)[start:].tolist():
-            yield (epoch, index) if self.shuffle else index
+        for chunk in self._order(epoch)[start:].split(CHUNK):  # Python ints for a chunk at a time
+            for index in chunk.tolist():
+                yield (epoch, index) if self.shuffle else index
+
+
+CHUNK = 1 << 16
+
+
+def spread(n: int, limit: int | None) -> list[int]:
+    """`limit` indices of range(n) evenly spaced from the first (all of them when n <= limit or no limit)."""
+    if limit is None or n <= limit:
+        return list(range(n))
+    return [i * n // limit for i in range(limit)]

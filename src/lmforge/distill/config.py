@@ -14,11 +14,12 @@ teacher=hf:<folder>  a Hugging Face-format folder, or hf:<name> of a pinned PyPI
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
+from lmforge.model.config import ModelConfig
 from lmforge.structured import Group, enum_value
 
 TEACHER = re.compile(r"pretrained|hf:.+")
@@ -34,7 +35,7 @@ class StudentInit(str, Enum):
 class DistillConfig:
     teacher: str = "pretrained"  # pretrained | hf:<folder or packaged model name>
     backbone: str = "encoder"  # teacher=pretrained: the pretrain run (artifacts/pretrain/<backbone>)
-    checkpoint_dir: str = "artifacts/pretrain"  # where pretrain runs live
+    models_dir: str = "artifacts/pretrain"  # our training runs: {models_dir}/{backbone}/<checkpoint>.ckpt
     hf_cache: str = "~/.cache/lmforge"  # where hf:<name> packages are unpacked
     student_layers: int | None = None  # None -> len(layer_map), or half the teacher's layers (at least 1)
     layer_map: list[int] | None = (
@@ -69,6 +70,12 @@ class DistillConfig:
             raise ConfigError(f"distill.student_layers: got {self.student_layers}, expected an integer >= 1")
         if self.layer_map is not None:
             check_order(self.layer_map)
+        known = {f.name for f in fields(ModelConfig)} - {"name"}
+        unknown = sorted(set(self.student) - known)
+        if unknown:
+            raise ConfigError(
+                f"distill.student.{unknown[0]}: unknown field, expected one of: {', '.join(sorted(known))}"
+            )
         for key in NOT_OVERRIDABLE:
             if key in self.student:
                 raise ConfigError(

@@ -18,21 +18,36 @@ from pathlib import Path
 from typing import Any
 
 from lmforge.backbones import Backbone, Where, files, load_backbone
-from lmforge.distill.config import DistillConfig, StudentInit, layer_map_for
+from lmforge.distill.config import DistillConfig, StudentInit, distill_config, layer_map_for
 from lmforge.distill.module import DistillModule
 from lmforge.distill.student import init_student, student_config
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json
 from lmforge.model import count_parameters
-from lmforge.stage import Plan, StageResult
-from lmforge.structured import plain
+from lmforge.stage import StageResult, read, run_name_value
 from lmforge.training.config import TrainConfig
-from lmforge.training.pretrain import fingerprint, fit, prepare_run, resume_from, tokenizer_paths
+from lmforge.training.pretrain import (
+    TrainingPlan,
+    fingerprint,
+    fit,
+    prepare_run,
+    resume_from,
+    tokenizer_paths,
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class DistillPlan(TrainingPlan):
+    """The `distill` stage's plan: the teacher and the student's shape in `distill`; `objective` is
+    used only by a teacher without one (an hf: folder)."""
+
+    distill: DistillConfig = read(distill_config)
+    run_name: str = read(run_name_value)
 
 
 def teacher_source(cfg: DistillConfig) -> Where:
     """The teacher: one of our pretrain runs or an hf: folder (`lmforge.backbones`)."""
-    return Where(cfg.teacher, cfg.checkpoint_dir, cfg.backbone, hf_cache=cfg.hf_cache, key="distill.teacher")
+    return Where(cfg.teacher, cfg.models_dir, cfg.backbone, hf_cache=cfg.hf_cache, key="distill.teacher")
 
 
 def load_teacher(cfg: DistillConfig) -> Backbone:
@@ -42,12 +57,12 @@ def load_teacher(cfg: DistillConfig) -> Backbone:
     return teacher
 
 
-def stamp(plan: Plan) -> str:
+def stamp(plan: DistillPlan) -> str:
     """The student's fingerprint covers the teacher's files too."""
     return fingerprint(plan, *tokenizer_paths(plan.tokenizer), *files(teacher_source(plan.distill)))
 
 
-def will_resume(plan: Plan) -> bool:
+def will_resume(plan: DistillPlan) -> bool:
     """Whether `run(plan)` continues an interrupted distillation (MLflow then continues its run too); a
     refused resume (`train.resume=true` over another config) raises here, at the door."""
     try:
@@ -57,27 +72,27 @@ def will_resume(plan: Plan) -> bool:
     return not resume_from(student_train(plan), Path(plan.distill.out_dir), stamp_text).fresh
 
 
-def folders(plan: Plan) -> list[str]:
+def folders(plan: DistillPlan) -> list[str]:
     """The student's output folder, written by this run alone (locked by `execute`)."""
     return [plan.distill.out_dir]
 
 
-def student_train(plan: Plan) -> TrainConfig:
+def student_train(plan: DistillPlan) -> TrainConfig:
     """The `train` group with the student's own output folders."""
     distill = plan.distill
     return dataclasses.replace(plan.train, out_dir=distill.out_dir, reports_dir=distill.reports_dir)
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: DistillPlan) -> StageResult:
     distill = plan.distill
     teacher = load_teacher(distill)
     student = student_config(teacher.config, distill)
     objective = teacher.objective if teacher.objective is not None else plan.objective
-    job = prepare_run(plan, model=student.to_dict(), objective=objective, train=student_train(plan))
+    job = prepare_run(plan, student, objective, student_train(plan), built=True)
     layer_map = layer_map_for(distill, teacher.config.n_layers)
 
     def build() -> DistillModule:
-        module = DistillModule(job.model, plain(job.objective), plain(job.optim), job.trainer.max_steps)
+        module = DistillModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         if distill.init is StudentInit.teacher:
             init_student(module.model, teacher.model, layer_map)
             if teacher.objective_state is not None:  # the objective's own heads (BERT's NSP)

@@ -15,6 +15,7 @@ needs `init=random`, and the vocabulary never differs (the KL compares distribut
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -23,7 +24,7 @@ from torch import nn
 
 from lmforge.distill.config import DistillConfig, StudentInit, check_layer_map, layer_map_for
 from lmforge.errors import ConfigError
-from lmforge.model.config import Family, ModelConfig, load_model_config
+from lmforge.model.config import Family, ModelConfig
 
 LAYER_KEY = re.compile(r"(.*\blayers\.)(\d+)(\..+)")  # prefix, layer index, rest of the name
 WIDTH = ("d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff")  # what init=teacher needs unchanged
@@ -36,8 +37,8 @@ def student_config(teacher: ModelConfig, cfg: DistillConfig) -> ModelConfig:
             "distill.teacher: got family encoder_decoder, expected an encoder or a decoder (one stack)"
         )
     n_layers = len(layer_map_for(cfg, teacher.n_layers))
-    try:
-        student = load_model_config({**teacher.to_dict(), **cfg.student, "n_layers": n_layers})
+    try:  # the overrides' names were checked at the door (DistillConfig); their values are checked here
+        student = dataclasses.replace(teacher, **cfg.student, n_layers=n_layers)
     except ConfigError as err:  # an override ModelConfig refuses
         raise ConfigError(f"distill.student: {err}") from None
     check_compatible(teacher, student, cfg.init)

@@ -31,12 +31,13 @@ from lmforge.errors import ConfigError, DataError
 from lmforge.evaluation.evaluate import test_metrics
 from lmforge.io import write_json, write_text
 from lmforge.model import count_parameters
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read, seed_value
 from lmforge.stats import NOT_DISTINGUISHABLE, ONE_SEED, paired
 from lmforge.structured import Group
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import TrainConfig, train_config
 from lmforge.training.datamodule import PretrainDataModule
 
 ROLES = ("teacher", "student", "control")
@@ -48,7 +49,7 @@ class DistillSummaryConfig:
     # tokenizer each family's checkpoints and encoded test split use
     families: list[str] = field(default_factory=lambda: ["encoder"])
     tokenizers: dict[str, str] = field(default_factory=lambda: {"encoder": "wordpiece", "decoder": "bpe"})
-    teacher_dir: str = "artifacts/pretrain"
+    models_dir: str = "artifacts/pretrain"
     student_dir: str = "artifacts/distill"
     tokenizer_dir: str = "artifacts/tokenizers"
     encoded_dir: str = "data/encoded"
@@ -89,7 +90,7 @@ distill_summary_config = Group(DistillSummaryConfig, "distill_summary")
 def checkpoints(cfg: DistillSummaryConfig, family: str) -> dict[str, Path]:
     student_dir = Path(cfg.student_dir)
     return {
-        "teacher": Path(cfg.teacher_dir) / family / "best.ckpt",
+        "teacher": Path(cfg.models_dir) / family / "best.ckpt",
         "student": student_dir / f"{family}-student" / "best.ckpt",
         "control": student_dir / f"{family}-control" / "best.ckpt",
     }
@@ -317,7 +318,16 @@ def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return flat
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class DistillSummaryPlan(Plan):
+    """The `distill_summary` stage's plan."""
+
+    distill_summary: DistillSummaryConfig = read(distill_summary_config)
+    train: TrainConfig = read(train_config)
+    seed: int = read(seed_value)
+
+
+def run(plan: DistillSummaryPlan) -> StageResult:
     summary_cfg = plan.distill_summary
     summary = summarise(summary_cfg, plan.train, plan.seed)
     out = Path(summary_cfg.out_dir)

@@ -17,6 +17,7 @@ memory holds one batch, not a Python object per sentence.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -27,12 +28,13 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
+from lmforge.data.config import DataConfig, data_config
 from lmforge.data.documents import SPLITS, Document, read_split
 from lmforge.data.encoded import token_dtype
 from lmforge.encoding.writer import SplitWriter
 from lmforge.io import write_json
-from lmforge.stage import Plan, StageResult
-from lmforge.tokenizer.config import tokenizer_path
+from lmforge.stage import Plan, StageResult, read
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config, tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 
 
@@ -96,7 +98,15 @@ def every_core() -> Iterator[None]:
             os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class EncodePlan(Plan):
+    """The `encode` stage's plan."""
+
+    data: DataConfig = read(data_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+
+
+def run(plan: EncodePlan) -> StageResult:
     tok_cfg, data = plan.tokenizer, plan.data
     tok_file = tokenizer_path(tok_cfg.dir, tok_cfg.name)
     tokenizer = load_tokenizer(tok_file)

@@ -36,9 +36,17 @@ class SamplesConfig:
 class EvalConfig:
     reports_dir: str = "reports/eval"  # {run_name}.json metrics; {run_name}/ samples and plots
     max_batches: int | None = None  # cap on test batches; null -> the whole test split
+    # the unigram baseline counts the targets of at most this many training examples, evenly spaced
+    # (Brown's ~11,400 blocks of 128 are all counted), so its cost stays flat as the corpus grows;
+    # null -> every training example
+    baseline_windows: int | None = 16384
     samples: SamplesConfig = field(default_factory=SamplesConfig)
 
     def __post_init__(self) -> None:
+        if self.baseline_windows is not None and self.baseline_windows < 1:
+            raise ConfigError(
+                f"eval.baseline_windows: got {self.baseline_windows}, expected null or an integer >= 1"
+            )
         if self.max_batches is not None and self.max_batches < 1:
             raise ConfigError(f"eval.max_batches: got {self.max_batches}, expected null or an integer >= 1")
 

@@ -4,7 +4,9 @@
 - encoder: MLM loss, perplexity and accuracy on the selected tokens (fixed masks); NSP loss and accuracy.
 - encoder-decoder: span-corruption loss and accuracy on all target tokens (fixed spans), and
   `content_accuracy` on the dropped text alone (sentinels and EOS, ~30% of targets, are easy).
-The unigram baseline counts the targets of the whole training split (draw 0 of every example).
+The test split is scored on at most `train.eval_windows` examples, evenly spaced (`test_n_tokens` says
+how many tokens); the unigram baseline counts the targets (draw 0) of at most `eval.baseline_windows`
+training examples, evenly spaced: all of them for Brown, a fixed sample of a large corpus.
 The checkpoint is read with `weights_only=True` (`lmforge.training.checkpoints`).
 Writes {eval.reports_dir}/{run_name}.json (for `dvc metrics show`) and, in {eval.reports_dir}/{run_name}/,
 the decoder's samples.json and a loss-curve loss.png.
@@ -12,6 +14,7 @@ the decoder's samples.json and a loss-curve loss.png.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -19,15 +22,17 @@ import torch
 
 from lmforge.errors import DataError
 from lmforge.evaluation.baseline import UnigramBaseline
-from lmforge.evaluation.config import SamplesConfig
+from lmforge.evaluation.config import EvalConfig, SamplesConfig, eval_config
 from lmforge.evaluation.plots import loss_curves
 from lmforge.io import write_json
 from lmforge.model import generate
 from lmforge.objectives.collate import pad
 from lmforge.objectives.summary import SplitSums, summarise
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read, run_name_value, seed_value
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import ObjectiveConfig, TrainConfig, objective_config, train_config
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import tokenizer_paths
@@ -71,7 +76,19 @@ def samples(module: PretrainModule, tokenizer, specials, settings: SamplesConfig
     return out
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class EvaluatePlan(Plan):
+    """The `evaluate` stage's plan."""
+
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    objective: ObjectiveConfig = read(objective_config)
+    train: TrainConfig = read(train_config)
+    eval: EvalConfig = read(eval_config)
+    seed: int = read(seed_value)
+    run_name: str = read(run_name_value)
+
+
+def run(plan: EvaluatePlan) -> StageResult:
     train, objective, settings = plan.train, plan.objective, plan.eval
     module = load_module(Path(train.out_dir) / "best.ckpt")
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
@@ -81,10 +98,10 @@ def run(plan: Plan) -> StageResult:
         str(encoded_dir), objective, train, specials, module.model_config.vocab_size, seed=plan.seed
     )
     limit = settings.max_batches
-    test = list(itertools.islice(data.loader("test"), limit))
+    test = list(itertools.islice(data.test_dataloader(), limit))
     model_scores = test_metrics(module, test)
     baseline = UnigramBaseline(module.model_config.vocab_size)
-    baseline.fit(data.loader("train"), data.spec.targets)  # every training example once, in order
+    baseline.fit(data.loader("train", windows=settings.baseline_windows), data.spec.targets)
     base_scores = baseline.score(test, data.spec.targets)
 
     name = plan.run_name

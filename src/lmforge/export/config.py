@@ -10,9 +10,9 @@ from lmforge.structured import Group, rooted
 
 @dataclass(frozen=True)
 class ExportConfig:
-    run: str = "decoder"  # the pretrain run: {checkpoints_dir}/{run}/{checkpoint}.ckpt -> {out_dir}/{run}/
+    run: str = "decoder"  # the pretrain run: {models_dir}/{run}/{checkpoint}.ckpt -> {out_dir}/{run}/
     checkpoint: str = "best"
-    checkpoints_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
+    models_dir: str = rooted("artifacts/pretrain", "${paths.artifacts}/pretrain")
     out_dir: str = rooted("artifacts/hf", "${paths.artifacts}/hf")
     reports_dir: str = rooted("reports/export", "${paths.reports}/export")  # {reports_dir}/{run}.json
     # The model card's facts: the evaluate stage's {eval_dir}/{run}.json and the prepare stage's data card.

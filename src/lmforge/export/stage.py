@@ -1,7 +1,7 @@
 """The `export` stage: one pretrained model of ours as a Hugging Face folder, checked against the
 reference implementation.
 
-Reads {checkpoints_dir}/{run}/{checkpoint}.ckpt (`weights_only=True`), the tokenizer it was trained
+Reads {models_dir}/{run}/{checkpoint}.ckpt (`weights_only=True`), the tokenizer it was trained
 with and that tokenizer's encoded test split, and for the model card the evaluate stage's
 {eval_dir}/{run}.json and the data card. Writes {out_dir}/{run}/ (config.json, model.safetensors,
 tokenizer.json, tokenizer_config.json, README.md: the model card, `lmforge.export.card`) and
@@ -15,6 +15,7 @@ architecture back (`lmforge.hf.load_pretrained`), the re-imported model's logits
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -25,13 +26,15 @@ from lmforge.data.datasets import PackedDataset
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import DataError
 from lmforge.export.card import card_for
+from lmforge.export.config import ExportConfig, export_config
 from lmforge.export.hf import export_pretrained, exporter_for
 from lmforge.hf.architectures import ARCHITECTURES
 from lmforge.hf.load import load_pretrained
 from lmforge.io import write_json
 from lmforge.model.config import Family
 from lmforge.model.generation import generate
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.training.pretrain import tokenizer_paths
@@ -83,9 +86,17 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ExportPlan(Plan):
+    """The `export` stage's plan."""
+
+    export: ExportConfig = read(export_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+
+
+def run(plan: ExportPlan) -> StageResult:
     cfg = plan.export
-    checkpoint = Path(cfg.checkpoints_dir) / cfg.run / f"{cfg.checkpoint}.ckpt"
+    checkpoint = Path(cfg.models_dir) / cfg.run / f"{cfg.checkpoint}.ckpt"
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials = special_token_ids(tokenizer)

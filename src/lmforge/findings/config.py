@@ -13,6 +13,8 @@ class FindingsConfig:
     reports_dir: str = rooted("reports", "${paths.reports}")  # every stage's reports, read-only
     # the experiments pipeline's lock: it pins (md5) each experiment report the findings read
     experiments_lock: str = "pipelines/experiments/dvc.lock"
+    # the experiments that lag the code (`make status` writes it): what read them is marked stale
+    experiments_stale: str = "pipelines/experiments/stale.json"
     out: str = rooted("reports/findings.md", "${paths.reports}/findings.md")  # + .json and a figure folder
     retention_floor: float = 0.9  # "keeps most of its teacher": the retention interval lies above this
     lora_margin: float = (

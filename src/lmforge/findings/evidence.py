@@ -5,6 +5,9 @@ A report of pipelines/experiments/ is not: declaring it would make `dvc repro` r
 experiments upstream of the findings. The stage depends on that pipeline's dvc.lock instead, which
 records each report's md5, and reads a report only while its content matches the lock; a report that
 is missing or differs (an experiment rerun but not committed, or not run) makes its claim "not tested".
+A report of an experiment that lags the code (pipelines/experiments/stale.json, written by `make
+status`) is read as it stands, and the stage it came from is noted (`stale`): the report marks what
+read it "stale: measured at <commit>, changed since: ...".
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ class MissingEvidence(Exception):
 
 
 class Evidence:
-    def __init__(self, reports_dir: str | Path, experiments_lock: str | Path) -> None:
+    def __init__(
+        self, reports_dir: str | Path, experiments_lock: str | Path, experiments_stale: str | Path
+    ) -> None:
         self.reports = Path(reports_dir)
         self.pinned = pinned_outputs(Path(experiments_lock))
+        self.lagging = stale_stages(Path(experiments_stale))
         self.read: list[str] = []  # every report read, in order, for the report's provenance list
+        self.stale: dict[str, str] = {}  # stage -> its mark, for the stale reports read since the last reset
 
     def path(self, relative: str) -> Path:
         return self.reports / relative
@@ -52,6 +59,9 @@ class Evidence:
             raise DataError(f"{path}: not JSON ({err}); expected a stage's report") from None
         if key not in self.read:
             self.read.append(key)
+        for stage, (outs, mark) in self.lagging.items():
+            if any(key == out or key.startswith(out.rstrip("/") + "/") for out in outs):
+                self.stale[stage] = mark
         return value
 
     @staticmethod
@@ -79,3 +89,14 @@ def pinned_outputs(lock: Path) -> dict[str, tuple[str, str]]:
             if md5 and not md5.endswith(".dir"):
                 pinned[out["path"]] = (stage, md5)
     return pinned
+
+
+def stale_stages(path: Path) -> dict[str, tuple[list[str], str]]:
+    """{stage: (its outputs, its mark)} for the experiments that lag the code (none when no file)."""
+    if not path.is_file():
+        return {}
+    try:
+        stages = json.loads(path.read_text(encoding="utf-8"))["stages"]
+        return {name: (list(s["outs"]), str(s["mark"])) for name, s in stages.items()}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{path}: {err}; expected the stale experiments `make status` writes") from None

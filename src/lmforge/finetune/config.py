@@ -10,24 +10,38 @@ init=hf:<folder>     a Hugging Face-format folder (config.json + safetensors + t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from lmforge.errors import ConfigError
 from lmforge.finetune.adapt import AdaptConfig
 from lmforge.structured import Group
-from lmforge.training.config import check_optim_values
+from lmforge.training.config import OptimConfig
 
 INIT = re.compile(r"pretrained|scratch|hf:.+")
 CHECKPOINT = re.compile(r"best|step\d+")
+
+
+def bert_finetuning() -> OptimConfig:
+    """Fine-tuning's optimiser (BERT's, Devlin et al. 2019): AdamW at 1e-3 with decay 0.01, betas
+    (0.9, 0.999), linear decay to zero; the warmup is `FinetuneConfig.warmup_ratio` of the run."""
+    return OptimConfig(
+        name="finetune",
+        lr=1e-3,
+        weight_decay=0.01,
+        betas=[0.9, 0.999],
+        schedule="linear",
+        warmup_steps=0,
+        min_lr_ratio=0.0,
+    )
 
 
 @dataclass(frozen=True)
 class FinetuneConfig:
     init: str = "pretrained"  # pretrained | scratch | hf:<folder or packaged model name>
     backbone: str = "encoder"  # pretrained/scratch: the pretrain run (artifacts/pretrain/<backbone>)
-    checkpoint_dir: str = "artifacts/pretrain"  # where pretrain runs live
+    models_dir: str = "artifacts/pretrain"  # our training runs: {models_dir}/{backbone}/<checkpoint>.ckpt
     checkpoint: str = "best"  # pretrained: best, or step<N>, kept along pretraining (its compute so far)
     tokenizer_dir: str = "artifacts/tokenizers"  # pretrained/scratch: <tokenizer_dir>/<tokenizer>/
     tokenizer: str = "wordpiece"  # pretrained/scratch: the tokenizer the backbone was pretrained with
@@ -44,10 +58,10 @@ class FinetuneConfig:
     head_dropout: float = 0.1
     dropout: float | None = None  # override the backbone's dropout (null: keep the model's)
     latency_examples: int = 32  # test examples timed one at a time (batch size 1) after 4 warm-up calls
-    lr: float = 1e-3
-    weight_decay: float = 0.01
+    # the optimiser, the `optim` group's fields (`finetune.optim.lr=3e-3`), BERT's recipe by default;
+    # its warmup is `warmup_ratio` of the run, not `optim.warmup_steps`
+    optim: OptimConfig = field(default_factory=bert_finetuning)
     warmup_ratio: float = 0.1  # warmup over this share of max_steps (BERT's 10%), so it scales with the run
-    schedule: str = "linear"  # linear decay to zero after warmup (BERT's fine-tuning schedule)
     out_dir: str = "artifacts/finetune/run"  # best.ckpt: merged weights + hyperparameters
     reports_dir: str = "reports/finetune/rows/run"  # metrics.json, run.json
     curve: str = "reports/finetune/curves/run.csv"  # validation values per seed and step (dvc plots)
@@ -83,7 +97,11 @@ class FinetuneConfig:
             raise ConfigError(f"finetune.warmup_ratio: got {self.warmup_ratio}, expected a value in [0, 1)")
         if not 0.0 <= self.head_dropout < 1.0:
             raise ConfigError(f"finetune.head_dropout: got {self.head_dropout}, expected a value in [0, 1)")
-        check_optim_values(self, "finetune")
+        if self.optim.warmup_steps:
+            raise ConfigError(
+                f"finetune.optim.warmup_steps: got {self.optim.warmup_steps}, expected 0 (fine-tuning warms "
+                "up over finetune.warmup_ratio of its steps)"
+            )
 
     @property
     def warmup_steps(self) -> int:
@@ -94,16 +112,9 @@ class FinetuneConfig:
     def hf_source(self) -> str | None:
         return self.init[3:] if self.init.startswith("hf:") else None
 
-    def optim(self) -> dict[str, Any]:
-        """The `optim` values of the shared optimisation helper (AdamW, decay on matrices only)."""
-        return {
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "betas": [0.9, 0.999],
-            "schedule": self.schedule,
-            "warmup_steps": self.warmup_steps,
-            "min_lr_ratio": 0.0,
-        }
+    def run_optim(self) -> OptimConfig:
+        """`optim` with the warmup of this run's length, as the shared helper builds it."""
+        return dataclasses.replace(self.optim, warmup_steps=self.warmup_steps)
 
 
 finetune_config = Group(FinetuneConfig, "finetune")

@@ -24,7 +24,7 @@ from typing import Any
 
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.structured import Group
 
 
@@ -157,7 +157,14 @@ def plot(points: list[Point], path: Path) -> None:
     tmp.replace(path)  # atomic: a reader never sees half a figure
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CurvesPlan(Plan):
+    """The `learning_curves` stage's plan."""
+
+    curves: CurvesConfig = read(curves_config)
+
+
+def run(plan: CurvesPlan) -> StageResult:
     cfg = plan.curves
     points = read_points(Path(cfg.runs_dir))
     out = Path(cfg.out_dir)

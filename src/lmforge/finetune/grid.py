@@ -33,7 +33,7 @@ from lmforge.finetune.summary import (
     verdict,
 )
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.structured import Group, rooted
 
 
@@ -98,7 +98,14 @@ def render_grid(order: list[tuple[str, float]], rows: dict[str, dict[str, Any]])
     return "\n".join(lines) + "\n"
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class GridPlan(Plan):
+    """The `finetune_grid` stage's plan."""
+
+    grid: GridConfig = read(grid_config)
+
+
+def run(plan: GridPlan) -> StageResult:
     cfg: GridConfig = plan.grid
     grid = read_rows(Path(cfg.rows_dir))
     order = ranked(grid)

@@ -1,7 +1,8 @@
 """The LightningModule of fine-tuning: a backbone from `build_model`, a task head, AdamW + schedule.
 
-Like `PretrainModule` it takes plain config dicts (saved by `save_hyperparameters`, so checkpoints load
-with `weights_only=True`) and builds the network itself; the stage puts the starting weights into
+Like `PretrainModule` it takes the validated configs, saves them as plain values (`save_hyperparameters`,
+so checkpoints load with `weights_only=True`; `from_hparams` builds the module again from them) and
+builds the network itself; the stage puts the starting weights into
 `backbone` (scratch, our pretraining checkpoint, or a Hugging Face folder) and applies LoRA or
 freezing (`lmforge.finetune.adapt`) before training. Validation collects every example's prediction
 and scores the whole split with the task's metrics; `val/<first metric>` selects checkpoints.
@@ -9,6 +10,7 @@ and scores the whole split with the task's metrics; `val/<first metric>` selects
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import lightning as L
@@ -17,27 +19,36 @@ import torch
 from lmforge.errors import ConfigError
 from lmforge.finetune.tasks import TASKS, HeadContext, metric_names, score
 from lmforge.model import build_model
-from lmforge.model.config import load_model_config
-from lmforge.tasks.config import task_config
-from lmforge.training.config import optim_config
-from lmforge.training.optim import optimization
+from lmforge.model.config import ModelConfig, load_model_config
+from lmforge.structured import plain
+from lmforge.tasks.config import TaskConfig, task_config
+from lmforge.training.config import OptimConfig, optim_config
+from lmforge.training.optim import hidden_matrices, optimization
 
 
 class FinetuneModule(L.LightningModule):
     def __init__(
         self,
-        model: dict[str, Any],
-        task: dict[str, Any],
-        optim: dict[str, Any],
+        model: ModelConfig,
+        task: TaskConfig,
+        optim: OptimConfig,
         max_steps: int,
         head_dropout: float = 0.1,
         label_ids: list[list[int]] | None = None,  # text-to-text: each label's token ids
         pad_id: int = 0,
     ):
         super().__init__()
-        self.save_hyperparameters()
-        self.model_config = load_model_config(model)
-        self.task = task_config(task)
+        configs = {"model": model.to_dict(), "task": plain(task), "optim": plain(optim)}
+        self.save_hyperparameters(
+            {
+                **configs,
+                "max_steps": max_steps,
+                "head_dropout": head_dropout,
+                "label_ids": label_ids,
+                "pad_id": pad_id,
+            }
+        )
+        self.model_config, self.task = model, task
         heads = TASKS[self.task.kind].heads
         family = self.model_config.family
         if family not in heads:
@@ -47,13 +58,26 @@ class FinetuneModule(L.LightningModule):
                 f"({self.task.kind.value}), expected one of: {allowed}"
             )
         self.spec = heads[family]
-        self.optim_config = optim_config(optim)
+        self.optim_config = optim
         self.backbone = build_model(self.model_config)
         self.head = self.spec.build(
             self.model_config, HeadContext(self.task, head_dropout, label_ids, pad_id)
         )
         self._predicted: list = []
         self._gold: list = []
+
+    @classmethod
+    def from_hparams(cls, hparams: Mapping[str, Any]) -> FinetuneModule:
+        """The module a checkpoint's `hyper_parameters` describe; ConfigError when they describe none."""
+        missing = [key for key in ("model", "task", "optim", "max_steps") if key not in hparams]
+        if missing:
+            raise ConfigError(
+                f"hyperparameters lack {', '.join(missing)}; expected a fine-tuning checkpoint's"
+            )
+        rest = {k: hparams[k] for k in ("head_dropout", "label_ids", "pad_id") if k in hparams}
+        model, task, optim = hparams["model"], hparams["task"], hparams["optim"]
+        configs = (load_model_config(model), task_config(task), optim_config(optim))
+        return cls(*configs, hparams["max_steps"], **rest)
 
     def forward(self, batch: dict[str, Any]) -> Any:
         return self.spec.forward(self.backbone, self.head, batch)
@@ -89,7 +113,10 @@ class FinetuneModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [p for p in self.parameters() if p.requires_grad]
-        return optimization(params, self.optim_config, self.model_config.d_model, self.hparams.max_steps)
+        matrices = hidden_matrices(self)
+        return optimization(
+            params, self.optim_config, self.model_config.d_model, self.hparams.max_steps, matrices
+        )
 
 
 @torch.no_grad()

@@ -50,7 +50,7 @@ class Predictor:
         if batch_size < 1:
             raise ValueError(f"batch_size: got {batch_size}, expected an integer >= 1")
         saved = read_checkpoint(checkpoint)  # weights_only=True
-        module = FinetuneModule(**saved["hyper_parameters"])
+        module = FinetuneModule.from_hparams(saved["hyper_parameters"])
         check_weights(module, saved, checkpoint)
         self.module = module.eval()
         self.task = module.task

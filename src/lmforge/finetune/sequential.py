@@ -32,7 +32,7 @@ from typing import Any
 from lmforge.errors import ConfigError, DataError
 from lmforge.finetune.summary import Comparison, compare, merge_seeds, read_rows
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import Difference, within
 from lmforge.structured import Group, rooted
 
@@ -191,7 +191,14 @@ def render(cfg: SequentialConfig, taken: list[dict[str, Any]], shared: list[int]
     return "\n".join(lines) + "\n"
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SequentialPlan(Plan):
+    """The `finetune_sequential` stage's plan."""
+
+    sequential: SequentialConfig = read(sequential_config)
+
+
+def run(plan: SequentialPlan) -> StageResult:
     cfg: SequentialConfig = plan.sequential
     a, b = pooled((cfg.a, cfg.b), cfg.rows_dirs)
     taken, shared = looks(cfg, a, b)

@@ -26,6 +26,7 @@ row with the best mean test score over its seeds (`pipelines/finetune.py`: `scor
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import statistics
 import time
@@ -41,23 +42,25 @@ from torch.utils.data import DataLoader, DistributedSampler
 from lmforge.backbones import Backbone, Where, load_backbone
 from lmforge.errors import DataError
 from lmforge.finetune.adapt import AdaptConfig, add_lora, freeze, merge, trainable_parameters
-from lmforge.finetune.config import FinetuneConfig
+from lmforge.finetune.config import FinetuneConfig, adapt_config, finetune_config
 from lmforge.finetune.examples import Collator, encode
 from lmforge.finetune.module import FinetuneModule, evaluate
 from lmforge.finetune.predict import example
 from lmforge.finetune.tasks import TASKS, metric_names, score
 from lmforge.io import atomic_path, write_json
 from lmforge.model import count_parameters
-from lmforge.stage import DataInput, Plan, StageResult, TrainedModel
-from lmforge.structured import plain
-from lmforge.tasks.config import TaskConfig
+from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value
+from lmforge.tasks.config import TaskConfig, task_config
 from lmforge.tasks.splits import rank
 from lmforge.tokenizer.specials import special_token_ids
 from lmforge.tracking import close_child, open_child
-from lmforge.training.checkpoints import check_weights, read_checkpoint
+from lmforge.training.checkpoints import check_weights, read_checkpoint, save_file
+from lmforge.training.config import TrainerConfig, trainer_config
 from lmforge.training.trainer import build_trainer
 
 SPLITS = ("train", "val", "test")
+# the `trainer` keys fine-tuning's own loop decides (early stopping within finetune.max_steps)
+LOOP = {"trainer.max_steps": "finetune.max_steps", "trainer.val_check_interval": "finetune.val_every"}
 
 
 def read_split(task: TaskConfig, split: str) -> list[dict[str, Any]]:
@@ -95,7 +98,7 @@ def start(ft: FinetuneConfig) -> Backbone:
     """The backbone `finetune.init` names (`lmforge.backbones`), with `finetune.dropout` applied."""
     where = Where(
         ft.init,
-        ft.checkpoint_dir,
+        ft.models_dir,
         ft.backbone,
         ft.tokenizer_dir,
         ft.tokenizer,
@@ -144,7 +147,19 @@ class BestWeights(L.Callback):
             self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class FinetunePlan(Plan):
+    """The `finetune` stage's plan: `trainer` gives the hardware, strategy, precision and clipping;
+    the loop is finetune's."""
+
+    task: TaskConfig = read(task_config)
+    finetune: FinetuneConfig = read(finetune_config)
+    adapt: AdaptConfig = read(adapt_config)
+    trainer: TrainerConfig = read(trainer_config)
+    run_name: str = read(run_name_value)
+
+
+def run(plan: FinetunePlan) -> StageResult:
     task, ft, adapt = plan.task, plan.finetune, plan.adapt
     records = {split: read_split(task, split) for split in SPLITS}
     records["train"] = sample(records["train"], ft.train_examples, task.seed)
@@ -174,9 +189,9 @@ def run(plan: Plan) -> StageResult:
         for split in ("val", "test")
     }
     module_args = dict(
-        model=begin.config.to_dict(),
-        task=plain(task),
-        optim=ft.optim(),
+        model=begin.config,
+        task=task,
+        optim=ft.run_optim(),
         max_steps=ft.max_steps,
         head_dropout=ft.head_dropout,
         label_ids=label_word_ids(labels, begin.tokenizer, specials.eos),
@@ -253,17 +268,17 @@ def run(plan: Plan) -> StageResult:
     return StageResult(metrics, artifacts, model=model, inputs=inputs)
 
 
-def starts_from(plan: Plan) -> str | None:
+def starts_from(plan: FinetunePlan) -> str | None:
     """The output folder of the model a row starts from (MLflow links the row to the run that wrote it):
     our pretraining's or a student's; `hf:<name>` for a Hugging Face model; None from scratch."""
     ft = plan.finetune
     if ft.init == "pretrained":
-        return f"{ft.checkpoint_dir}/{ft.backbone}"
+        return f"{ft.models_dir}/{ft.backbone}"
     return ft.init if ft.hf_source is not None else None
 
 
 def _fit(
-    plan: Plan,
+    plan: FinetunePlan,
     begin: Backbone,
     module_args: dict[str, Any],
     train_features: list,
@@ -324,8 +339,7 @@ def _fit(
     if adapt.lora:
         module.backbone = merge(module.backbone)
     path = Path(ft.out_dir) / f"seed{seed}" / "best.ckpt"
-    with atomic_path(path) as tmp:
-        torch.save({"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, tmp)
+    save_file(path, {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)})
     exported = _load(path)
     test = evaluate(exported, loaders["test"])
     headline = metric_names(plan.task)[0]
@@ -350,7 +364,7 @@ def _fit(
 def _load(path: Path) -> FinetuneModule:
     """The exported model, rebuilt from the checkpoint's plain hyperparameters (weights_only=True)."""
     checkpoint = read_checkpoint(path)
-    module = FinetuneModule(**checkpoint["hyper_parameters"])
+    module = FinetuneModule.from_hparams(checkpoint["hyper_parameters"])
     check_weights(module, checkpoint, path)
     return module.eval()
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import Difference, paired, within
 from lmforge.structured import Group
 
@@ -258,7 +258,14 @@ def render_comparisons(
     return "\n".join(lines) + "\n"
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SummaryPlan(Plan):
+    """The `finetune_summary` stage's plan."""
+
+    summary: SummaryConfig = read(summary_config)
+
+
+def run(plan: SummaryPlan) -> StageResult:
     summary = plan.summary
     rows = read_rows(Path(summary.rows_dir))
     rows.update(referenced(summary, rows))

@@ -62,8 +62,19 @@ def needs(config: ModelConfig, **wanted: Any) -> list[str]:
 
 
 def inexpressible(config: ModelConfig) -> list[str]:
-    """What no exported architecture expresses: local attention, scaled embeddings, attention-only layers."""
-    return needs(config, sliding_window=None, scale_embeddings=False, mlp=True)
+    """What no exported architecture expresses: local attention, scaled embeddings, attention-only
+    layers, QK-norm (Qwen3 and OLMo 2 have it), logit soft-capping (Gemma 2), value embeddings and the
+    embedding skip (the speedrun's): we export none of those."""
+    return needs(
+        config,
+        sliding_window=None,
+        scale_embeddings=False,
+        mlp=True,
+        qk_norm=False,
+        logit_softcap=None,
+        value_embeddings=0,
+        embedding_skip=False,
+    )
 
 
 def one_kv_head_per_query(config: ModelConfig) -> list[str]:

@@ -11,6 +11,7 @@ which `lmforge.induction.summary` turns into the table and figure.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -18,18 +19,27 @@ from typing import Any
 import lightning as L
 
 from lmforge.errors import ConfigError
-from lmforge.induction.config import InductionConfig
+from lmforge.induction.config import InductionConfig, induction_config
 from lmforge.induction.data import RepeatDataModule
 from lmforge.induction.probe import InductionProbe
 from lmforge.interpret.data import text_windows
 from lmforge.interpret.induction import repeated_sequences
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
-from lmforge.structured import plain
+from lmforge.model.config import ModelConfig, model_config
+from lmforge.stage import StageResult, read
 from lmforge.tokenizer.specials import load_tokenizer
 from lmforge.training.module import PretrainModule
-from lmforge.training.pretrain import encoded_inputs, prepare_run
+from lmforge.training.pretrain import TrainingPlan, encoded_inputs, prepare_run
 from lmforge.training.trainer import build_trainer
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class InductionPlan(TrainingPlan):
+    """The `induction` stage's plan: the study and the pretraining recipe it trains once per seed."""
+
+    induction: InductionConfig = read(induction_config)
+    model: ModelConfig = read(model_config)
+
 
 COLUMNS = (
     "seed",
@@ -46,14 +56,14 @@ COLUMNS = (
 )
 
 
-def run(plan: Plan) -> StageResult:
-    cfg: InductionConfig = plan.induction
-    job = prepare_run(plan)
+def run(plan: InductionPlan) -> StageResult:
+    cfg = plan.induction
+    job = prepare_run(plan, plan.model)
     seq_len = job.train.seq_len
-    if 2 * cfg.induction_length + 1 > job.model["max_seq_len"]:
+    if 2 * cfg.induction_length + 1 > job.model.max_seq_len:
         raise ConfigError(
             f"induction.induction_length: got {cfg.induction_length}, expected 2 * length + 1 <= the model's "
-            f"max_seq_len {job.model['max_seq_len']}"
+            f"max_seq_len {job.model.max_seq_len}"
         )
     if cfg.late_position + cfg.band >= seq_len - 1:
         raise ConfigError(
@@ -86,9 +96,7 @@ def run(plan: Plan) -> StageResult:
             min_span=cfg.min_span,
             max_span=cfg.max_span,
         )
-        module = PretrainModule(
-            job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
-        )
+        module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
         trainer = build_trainer(
             job.trainer,
@@ -116,7 +124,7 @@ def run(plan: Plan) -> StageResult:
     write_json(out / "metrics.json", metrics)
     artifacts = [str(out / "curve.csv"), str(out / "metrics.json")]
     return StageResult(
-        metrics, artifacts, params={"model": job.model}, inputs=encoded_inputs(job.encoded_dir)
+        metrics, artifacts, params={"model": job.model.to_dict()}, inputs=encoded_inputs(job.encoded_dir)
     )
 
 

@@ -9,15 +9,16 @@ the step at which each seed's score first passed it.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.figures import plt, save_figure
-from lmforge.induction.config import InductionConfig
+from lmforge.induction.config import InductionConfig, induction_config
 from lmforge.io import write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import interval
 
 
@@ -50,7 +51,14 @@ def verdict(low: float | None, high: float | None, threshold: float) -> str:
     return "not identified"
 
 
-def summarise(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class InductionSummaryPlan(Plan):
+    """The `induction_summary` stage's plan."""
+
+    induction: InductionConfig = read(induction_config)
+
+
+def summarise(plan: InductionSummaryPlan) -> StageResult:
     cfg: InductionConfig = plan.induction
     runs = read_runs(Path(cfg.runs_dir))
     table = []

@@ -13,7 +13,7 @@ class InterpretConfig:
     name: str = "decoder"  # the DVC instance (interpret@<name>) and the report's title
     title: str = "the default decoder"  # what the report calls the model it looks into
     # the pretrain stage's folder of the decoder
-    checkpoints_dir: str = rooted("artifacts/pretrain/decoder", "${paths.artifacts}/pretrain/decoder")
+    run_dir: str = rooted("artifacts/pretrain/decoder", "${paths.artifacts}/pretrain/decoder")
     final: str = "best"  # the checkpoint the maps and the lens read ({final}.ckpt)
     # the checkpoints kept along the way (train.keep_at), read in this order for the trajectories
     trajectory: list[str] = field(default_factory=lambda: ["step100", "step300", "step1000"])

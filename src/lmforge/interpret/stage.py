@@ -9,7 +9,7 @@ along the checkpoints kept during pretraining.
   pretraining, 15% of their tokens selected as BERT does); induction and in-context learning read
   next-token prediction, which an encoder does not make.
 
-Reads {checkpoints_dir}/{final}.ckpt and {checkpoints_dir}/{name}.ckpt for each name of
+Reads {run_dir}/{final}.ckpt and {run_dir}/{name}.ckpt for each name of
 `trajectory` (with `weights_only=True`), the tokenizer and its encoded test split. Writes to
 {out_dir}.json the flat metrics (for `dvc metrics show` and MLflow) and to {out_dir}/ interpret.json
 (every number, per checkpoint, layer and head), summary.md, attention_<i>.png (one per sentence),
@@ -30,7 +30,7 @@ from torch import nn
 
 from lmforge.errors import DataError
 from lmforge.interpret.attention import attention_maps, head_statistics
-from lmforge.interpret.config import InterpretConfig
+from lmforge.interpret.config import InterpretConfig, interpret_config
 from lmforge.interpret.data import text_windows
 from lmforge.interpret.induction import (
     icl_by_window,
@@ -45,10 +45,12 @@ from lmforge.interpret.masked import masked_windows
 from lmforge.interpret.plots import attention_figure, induction_figure, lens_figure
 from lmforge.io import write_json, write_text
 from lmforge.model.config import Family
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import interval
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
+from lmforge.training.config import TrainConfig, train_config
 from lmforge.training.pretrain import tokenizer_paths
 
 MASK_RATE = 0.15  # the encoder's lens: BERT's share of selected tokens, as its validation and evaluation
@@ -236,9 +238,18 @@ ENCODER = Measures(
 MEASURES = {Family.decoder: DECODER, Family.encoder: ENCODER}
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class InterpretPlan(Plan):
+    """The `interpret` stage's plan."""
+
+    interpret: InterpretConfig = read(interpret_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    train: TrainConfig = read(train_config)
+
+
+def run(plan: InterpretPlan) -> StageResult:
     cfg = plan.interpret
-    folder, out = Path(cfg.checkpoints_dir), Path(cfg.out_dir)
+    folder, out = Path(cfg.run_dir), Path(cfg.out_dir)
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials = special_token_ids(tokenizer)
@@ -247,7 +258,7 @@ def run(plan: Plan) -> StageResult:
     measures = MEASURES.get(config.family)
     if measures is None:
         raise DataError(
-            f"interpret.checkpoints_dir: {folder} holds an {config.family.value} model, expected a decoder "
+            f"interpret.run_dir: {folder} holds an {config.family.value} model, expected a decoder "
             "or an encoder"
         )
     steps = [checkpoint_step(name) for name in cfg.trajectory]  # a bad name fails before any measure

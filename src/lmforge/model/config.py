@@ -51,6 +51,7 @@ class Activation(str, Enum):
     gelu_tanh = "gelu_tanh"  # tanh approximation of GELU: GPT-2's `gelu_new`
     swiglu = "swiglu"  # gated SiLU MLP (Shazeer 2020; LLaMA, Mistral)
     geglu = "geglu"  # gated GELU (tanh approximation) MLP (Shazeer 2020; T5 v1.1 `gated-gelu`)
+    relu2 = "relu2"  # squared ReLU, relu(x)^2 (So et al. 2021, Primer; the modded-nanogpt speedrun)
 
 
 _ENUM_FIELDS: dict[str, type[Enum]] = {
@@ -93,6 +94,9 @@ class ModelConfig:
     bias: bool = True  # biases in attention and MLP projections (off in LLaMA and T5)
 
     attention_scale: float | None = None  # scores = q.k * scale; None -> 1/sqrt(head_dim); T5 uses 1.0
+    # RMSNorm (with a gain) of each head's queries and keys before RoPE, so attention logits stay
+    # bounded whatever the weights grow to (Dehghani et al. 2023; OLMo 2, Qwen3, modded-nanogpt)
+    qk_norm: bool = False
     sliding_window: int | None = None  # None -> full attention; w -> each query sees the last w keys
     global_every: int | None = None  # with sliding_window: every k-th layer attends globally (local/global)
 
@@ -102,12 +106,25 @@ class ModelConfig:
     n_segments: int = 0  # token-type (segment) embeddings for sentence pairs; 2 for BERT, 0 -> none
     head_transform: bool = False  # BERT MLM head: dense + activation + norm before the vocab projection
     head_bias: bool = False  # a bias on the vocabulary projection (BERT)
+    # logits = c * tanh(logits / c): bounded logits, so no token's logit can run away (Gemma 2, the
+    # modded-nanogpt speedrun uses 15 to 30); null -> off
+    logit_softcap: float | None = None
 
     dropout: float = 0.0  # residual dropout (after attention and MLP, before the residual add)
     embedding_dropout: float = 0.0  # dropout on the summed embeddings
     attention_dropout: float = 0.0  # dropout on attention probabilities
 
     init_std: float = 0.02  # std of the normal init of weights; residual outputs get /sqrt(2 * layers)
+    # residual outputs (attention out_proj, MLP fc_out) start at zero, so every layer starts as the
+    # identity (modded-nanogpt; Fixup/ReZero's idea); false: normal / sqrt(2 * layers) (GPT-2)
+    zero_init_residual: bool = False
+    # k tables of per-token values mixed into self-attention's values, v = a * v + b * table[token]
+    # with learnt a, b (0.5 each at init): layers 0..k-1 read tables 0..k-1 and the last k layers read
+    # them again in order, as in the modded-nanogpt speedrun; 0 -> off. Encoder and decoder families.
+    value_embeddings: int = 0
+    # every layer's input mixes in the embedding output, x = a * x + b * x0, with learnt a, b (1 and 0
+    # at init, so the model starts as without it): the speedrun's skip connections from the embedding
+    embedding_skip: bool = False
     pad_token_id: int = 0  # padding id (its embedding row is still trained; masks exclude it)
 
     def __post_init__(self) -> None:
@@ -155,6 +172,8 @@ class ModelConfig:
         for name in ["norm_eps", "init_std", "rope_base"]:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"model.{name}: got {getattr(self, name)}, expected a number > 0")
+        if self.logit_softcap is not None and self.logit_softcap <= 0:
+            raise ConfigError(f"model.logit_softcap: got {self.logit_softcap}, expected null or a number > 0")
         if self.attention_scale is not None and self.attention_scale <= 0:
             raise ConfigError(
                 f"model.attention_scale: got {self.attention_scale}, expected null or a number > 0"
@@ -163,6 +182,16 @@ class ModelConfig:
             raise ConfigError(
                 f"model.n_encoder_layers: got {self.n_encoder_layers}, expected null for family={self.family.value}"
             )
+        if not 0 <= self.value_embeddings <= self.n_layers:
+            raise ConfigError(
+                f"model.value_embeddings: got {self.value_embeddings}, expected 0 to n_layers={self.n_layers} tables"
+            )
+        for name in ("value_embeddings", "embedding_skip"):
+            if getattr(self, name) and self.family is Family.encoder_decoder:
+                raise ConfigError(
+                    f"model.{name}: got {getattr(self, name)}, expected {0 if name == 'value_embeddings' else False}"
+                    " for family=encoder_decoder (built for the encoder and decoder families)"
+                )
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(f"model.pad_token_id: got {self.pad_token_id}, expected 0 <= id < vocab_size")
 
@@ -178,6 +207,18 @@ class ModelConfig:
     @property
     def encoder_layers(self) -> int:
         return self.n_encoder_layers or self.n_layers
+
+    def value_table(self, layer: int) -> int | None:
+        """The value-embedding table `layer` (0-based) reads: i for the first k layers, then the last k
+        layers read 0..k-1 again; None for the layers between (and with value_embeddings=0)."""
+        k = self.value_embeddings
+        if k == 0:
+            return None
+        if layer < k:
+            return layer
+        if layer >= self.n_layers - k:
+            return layer - (self.n_layers - k)
+        return None
 
     def is_local(self, layer: int) -> bool:
         """Whether `layer` (0-based) uses the sliding window; with global_every=k, layers k-1, 2k-1, ... are global."""

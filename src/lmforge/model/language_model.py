@@ -1,6 +1,9 @@
 """Single-stack language models: the encoder (BERT, bidirectional) and the decoder (GPT, causal).
 
 input_ids -> Embeddings -> TransformerStack (causal iff family == decoder) -> LMHead -> logits
+
+With `value_embeddings` the input ids also select rows of the value-embedding tables, which the stack
+hands to the self-attention of the layers that read them.
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lmforge.model.components.embeddings import Embeddings, LMHead
+from lmforge.model.components.embeddings import Embeddings, LMHead, ValueEmbeddings
 from lmforge.model.components.kv_cache import KVCache, LayerCache, cache_length
 from lmforge.model.config import Family, ModelConfig
 from lmforge.model.init import init_weights
@@ -23,6 +26,7 @@ class TransformerLM(nn.Module):
             raise ValueError("TransformerLM builds encoder or decoder families; use EncoderDecoder")
         self.config = config
         self.embeddings = Embeddings(config)
+        self.value_embeddings = ValueEmbeddings(config) if config.value_embeddings else None
         self.stack = TransformerStack(config, config.n_layers, causal=config.family is Family.decoder)
         self.head = LMHead(config, self.embeddings.tok)
         init_weights(self, config)
@@ -70,6 +74,7 @@ class TransformerLM(nn.Module):
             cache=cache,
             output_hidden_states=hidden_states,
             output_attentions=attentions,
+            value_embeddings=self.value_embeddings(input_ids) if self.value_embeddings is not None else None,
         )
 
     def init_cache(self, batch: int, max_len: int, *, device=None, dtype=None) -> list[LayerCache]:

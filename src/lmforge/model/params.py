@@ -1,4 +1,4 @@
-"""Parameter counts: total, embedding (token / position / segment tables) and non-embedding.
+"""Parameter counts: total, embedding (token / position / segment / value-embedding tables) and non-embedding.
 
 Tied weights are counted once. Non-embedding parameters are what scaling laws call N (Kaplan et al. 2020).
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from lmforge.model.components.embeddings import Embeddings
+from lmforge.model.components.embeddings import Embeddings, ValueEmbeddings
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
@@ -18,6 +18,7 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
         for table in (module.tok, module.pos, module.seg)
         if table is not None
     }
+    tables |= {id(t.weight) for m in model.modules() if isinstance(m, ValueEmbeddings) for t in m.tables}
     unique = {id(p): p for p in model.parameters()}  # a tied matrix appears once
     total = sum(p.numel() for p in unique.values())
     embedding = sum(p.numel() for key, p in unique.items() if key in tables)

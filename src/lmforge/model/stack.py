@@ -54,7 +54,9 @@ class TransformerStack(nn.Module):
         super().__init__()
         self.config = config
         self.causal = causal
-        self.layers = nn.ModuleList(Block(config, cross_attention) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            Block(config, cross_attention, config.value_table(i) is not None) for i in range(n_layers)
+        )
         self.final_norm = build_norm(config) if config.final_norm else None
         self.rotary = (
             Rotary(config.head_size, config.max_seq_len, config.rope_base)
@@ -87,8 +89,10 @@ class TransformerStack(nn.Module):
         cache: list[LayerCache] | None = None,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        value_embeddings: list[torch.Tensor] | None = None,  # (B, T, kv width) per table, `ValueEmbeddings`
     ) -> StackOutput:
         T = x.shape[1]
+        x0 = x if self.config.embedding_skip else None
         past = cache_length(cache)
         key_valid, memory_valid = _unless_all_valid(key_valid), _unless_all_valid(memory_valid)
         if past + T > self.config.max_seq_len:
@@ -101,6 +105,7 @@ class TransformerStack(nn.Module):
         hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
         for i, layer in enumerate(self.layers):
+            table = self.config.value_table(i)
             x, weights = layer(
                 x,
                 masks[self.config.is_local(i)],
@@ -110,6 +115,8 @@ class TransformerStack(nn.Module):
                 memory_mask=memory_mask,
                 cache=cache[i] if cache else None,
                 need_weights=output_attentions,
+                x0=x0,
+                value_embedding=value_embeddings[table] if value_embeddings and table is not None else None,
             )
             if hidden_states is not None:
                 hidden_states.append(x)

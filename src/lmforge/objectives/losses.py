@@ -140,7 +140,9 @@ class _FusedLinearCrossEntropy(_GradientsInForward):
     hidden, weight and bias (two matmuls), which backward multiplies by the incoming scalar."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, label_smoothing: float, chunk: int):
+    def forward(
+        ctx, hidden, weight, bias, targets, label_smoothing: float, chunk: int, softcap: float | None
+    ):
         counted = targets != IGNORE_INDEX  # (N,)
         safe = targets.clamp(min=0)[:, None]  # (N, 1)
         need_h, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
@@ -166,6 +168,11 @@ class _FusedLinearCrossEntropy(_GradientsInForward):
                     logits = logits if b is None else logits.add_(b)
                 else:
                     logits = h @ w.t() if b is None else torch.addmm(b, h, w.t())  # (n, V)
+                slope = None
+                if softcap is not None:  # capped = c * tanh(raw / c), in place; d capped / d raw = 1 - tanh^2
+                    tanh = logits.div_(softcap).tanh_()
+                    slope = 1.0 - tanh * tanh if with_grad else None
+                    logits = tanh.mul_(softcap)
                 target_logit.append(logits.gather(-1, safe[rows]))
                 pieces = _chunk_pass(
                     logits, logits if with_grad else None, safe[rows], counted[rows], label_smoothing
@@ -176,6 +183,8 @@ class _FusedLinearCrossEntropy(_GradientsInForward):
                 if not with_grad:
                     continue
                 # logits hold their gradient now: turn it into those of hidden, weight and bias
+                if slope is not None:
+                    logits.mul_(slope)  # through the cap: the gradient of the raw logits
                 g = logits.to(compute)
                 if need_h:
                     if low:
@@ -193,7 +202,7 @@ class _FusedLinearCrossEntropy(_GradientsInForward):
             lse, torch.cat(target_logit).squeeze(-1), mean_logit, counted, label_smoothing
         )
         dtypes = (hidden.dtype, weight.dtype, None if bias is None else bias.dtype)
-        _GradientsInForward.keep(ctx, "linear_cross_entropy", 6, (grad_h, grad_w, grad_b), dtypes)
+        _GradientsInForward.keep(ctx, "linear_cross_entropy", 7, (grad_h, grad_w, grad_b), dtypes)
         predictions = torch.cat(argmax).squeeze(-1)
         ctx.mark_non_differentiable(nll_sum, predictions)
         return loss_sum, nll_sum, predictions
@@ -222,15 +231,17 @@ def linear_cross_entropy(
     targets: Tensor,  # (N,), IGNORE_INDEX where nothing is predicted
     label_smoothing: float = 0.0,
     chunk: int = CHUNK_ROWS,
+    softcap: float | None = None,
 ) -> TokenLoss:
     """`token_cross_entropy(F.linear(hidden, weight, bias), targets, label_smoothing)` without the
-    (N, V) logits: the same TokenLoss, its loss carrying the gradients of hidden, weight and bias."""
+    (N, V) logits: the same TokenLoss, its loss carrying the gradients of hidden, weight and bias.
+    With `softcap` c the logits are first c * tanh(logits / c), as the head computes them."""
     if chunk < 1:
         raise ConfigError(f"objective.loss_chunk: got {chunk}, expected rows per chunk >= 1 or null")
     counted = targets != IGNORE_INDEX
     n_tokens = counted.sum()
     loss_sum, nll_sum, predictions = _FusedLinearCrossEntropy.apply(
-        hidden, weight, bias, targets, label_smoothing, chunk
+        hidden, weight, bias, targets, label_smoothing, chunk, softcap
     )
     n_correct = ((predictions == targets) & counted).sum()
     return TokenLoss(loss_sum / n_tokens.clamp(min=1), nll_sum.detach(), n_tokens, n_correct, predictions)
@@ -249,7 +260,8 @@ def head_cross_entropy(
         hidden = hidden * head.scale
     if head.transform is not None:
         hidden = head.transform(hidden)
-    return linear_cross_entropy(hidden, head.proj.weight, head.proj.bias, targets, label_smoothing, chunk)
+    w, b = head.proj.weight, head.proj.bias
+    return linear_cross_entropy(hidden, w, b, targets, label_smoothing, chunk, getattr(head, "softcap", None))
 
 
 def ratio(numerator: Tensor, denominator: Tensor) -> Tensor:

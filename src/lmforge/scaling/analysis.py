@@ -26,9 +26,9 @@ import numpy as np
 from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import isoflop, law
-from lmforge.scaling.config import ScalingConfig
+from lmforge.scaling.config import ScalingConfig, ScalingPlan
 from lmforge.scaling.plots import read_json
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import StageResult
 
 PARAMS = ("E", "A", "B", "alpha", "beta", "a", "b")
 
@@ -579,7 +579,7 @@ def isoflop_exponents(iso: dict[str, Any]) -> list[str]:
     ]
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: ScalingPlan) -> StageResult:
     s = plan.scaling
     reports = Path(s.reports_dir)
     table = read_json(reports / "cells.json", "the scaling_sweep stage's table")

@@ -28,7 +28,6 @@ from lmforge.io import write_json
 from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.grid import Cell
-from lmforge.structured import plain
 from lmforge.tokenizer.specials import SpecialTokens
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
@@ -37,6 +36,12 @@ from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import RESUME_STATE
 from lmforge.training.trainer import build_trainer
+
+# the `trainer` keys each cell decides: its steps are its token budget at one batch a step
+LOOP = {
+    "trainer.max_steps": "the cell's token budget (scaling.grid)",
+    "trainer.accumulate_grad_batches": "scaling.batch_size (one batch a step)",
+}
 
 
 class Setting(NamedTuple):
@@ -77,7 +82,7 @@ def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: s
     L.seed_everything(cell.seed, workers=True, verbose=False)
     data = datamodule(setting, folder, cell.seed)
     optim = dataclasses.replace(setting.optim, lr=cell.lr)
-    module = PretrainModule(cell.model, plain(setting.objective), plain(optim), max_steps=cell.steps)
+    module = PretrainModule(cell.model, setting.objective, optim, cell.steps)
     last = folder / "last.ckpt"
     checkpoint = last if last.is_file() else None
     if checkpoint is not None:

@@ -17,8 +17,9 @@ from lmforge.errors import DataError
 from lmforge.io import write_json, write_text
 from lmforge.scaling import law
 from lmforge.scaling.analysis import IDENTIFYING, arrays, unidentified, usable
+from lmforge.scaling.config import ScalingPlan
 from lmforge.scaling.plots import read_json
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import StageResult
 
 
 def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstrap:
@@ -38,7 +39,7 @@ def _boot(rows: list[dict[str, Any]], params: str, s, seed: int) -> law.Bootstra
     )
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: ScalingPlan) -> StageResult:
     s = plan.scaling
     if not s.against:
         raise DataError(

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from lmforge.errors import ConfigError
+from lmforge.stage import Plan, read
 from lmforge.structured import Group
 
 
@@ -139,3 +140,10 @@ class ScalingConfig:
 
 
 scaling_config = Group(ScalingConfig, "scaling")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ScalingPlan(Plan):
+    """What the stages that read the scaling sweep's results read (fit, compare, plots)."""
+
+    scaling: ScalingConfig = read(scaling_config)

@@ -26,7 +26,7 @@ import lmforge
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import sha256_files
 from lmforge.model import build_model, count_parameters
-from lmforge.model.config import Family, load_model_config
+from lmforge.model.config import Family, ModelConfig
 from lmforge.model.flops import training_flops
 from lmforge.scaling.config import ScalingConfig
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
@@ -44,7 +44,7 @@ class Cell:
     index: int  # position in the sweep (shards take index % shards)
     name: str  # e.g. L3-d48-D200k
     kind: str  # grid | isoflop
-    model: dict[str, Any]  # ModelConfig values of the cell
+    model: ModelConfig  # the cell's model
     steps: int
     tokens: int  # D = steps x batch_size x seq_len
     budget: float | None  # the IsoFLOP slice's C; None for a grid cell
@@ -69,7 +69,7 @@ class Cell:
             "name": self.name,
             "kind": self.kind,
             "budget": self.budget if self.budget is not None else float("nan"),
-            **{k: self.model[k] for k in SHAPE_KEYS},
+            **{k: getattr(self.model, k) for k in SHAPE_KEYS},
             "params_total": self.params_total,
             "params_non_embedding": self.params_non_embedding,
             "tokens": self.tokens,
@@ -106,24 +106,21 @@ def shape_of(size: Any, cfg: ScalingConfig, where: str) -> dict[str, int]:
     return shape
 
 
-def _model(base: dict[str, Any], shape: dict[str, int], seq_len: int, where: str) -> dict[str, Any]:
-    values = {**base, **shape, "head_dim": None, "n_encoder_layers": None}
-    values["name"] = f"{base.get('name', 'model')}-L{shape['n_layers']}-d{shape['d_model']}"
-    values["max_seq_len"] = max(int(base.get("max_seq_len", seq_len)), seq_len)
+def _model(base: ModelConfig, shape: dict[str, int], seq_len: int, where: str) -> ModelConfig:
     try:
-        config = load_model_config(values)
+        return dataclasses.replace(
+            base, **shape, head_dim=None, n_encoder_layers=None, max_seq_len=max(base.max_seq_len, seq_len)
+        )
     except ConfigError as err:
         raise ConfigError(f"{where} (shape {shape}) cannot be built: {err}") from None
-    return config.to_dict()
 
 
 def tokens_per_step(cfg: ScalingConfig) -> int:
     return cfg.batch_size * cfg.seq_len
 
 
-def step_flops(model: dict[str, Any], objective: ObjectiveConfig, cfg: ScalingConfig) -> int:
-    """Training FLOPs of one optimizer step of `model` under the objective."""
-    config = load_model_config(model)
+def step_flops(config: ModelConfig, objective: ObjectiveConfig, cfg: ScalingConfig) -> int:
+    """Training FLOPs of one optimizer step of the model under the objective."""
     if config.family is Family.encoder_decoder:
         raise ConfigError(
             "scaling: model.family=encoder_decoder is not supported by the sweep (its token budget "
@@ -135,8 +132,8 @@ def step_flops(model: dict[str, Any], objective: ObjectiveConfig, cfg: ScalingCo
     return training_flops(config, cfg.batch_size, cfg.seq_len, projected=projected)
 
 
-def _parameters(model: dict[str, Any]) -> dict[str, int]:
-    return count_parameters(build_model(load_model_config(model)))
+def _parameters(model: ModelConfig) -> dict[str, int]:
+    return count_parameters(build_model(model))
 
 
 def _label(tokens: int) -> str:
@@ -152,7 +149,7 @@ def peak_lr(cfg: ScalingConfig, base_lr: float, d_model: int) -> float:
 
 
 def cells(
-    cfg: ScalingConfig, base_model: dict[str, Any], objective: ObjectiveConfig, base_lr: float, seed: int
+    cfg: ScalingConfig, base_model: ModelConfig, objective: ObjectiveConfig, base_lr: float, seed: int
 ) -> list[Cell]:
     """Every cell of the sweep in a fixed order: the grid (sizes x tokens), then each IsoFLOP slice,
     then the seed repeats. A cell that appears twice (same shape and steps) is trained once."""
@@ -255,7 +252,13 @@ def keyed(grid: list[Cell], context: dict[str, Any]) -> list[Cell]:
     optimizer, batching, seed, evaluation set, data and code fingerprints)."""
     out = []
     for cell in grid:
-        values = {"model": cell.model, "steps": cell.steps, "lr": cell.lr, "seed": cell.seed, **context}
+        values = {
+            "model": cell.model.to_dict(),
+            "steps": cell.steps,
+            "lr": cell.lr,
+            "seed": cell.seed,
+            **context,
+        }
         digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
         out.append(dataclasses.replace(cell, key=digest[:20]))
     return out

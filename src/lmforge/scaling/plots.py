@@ -18,8 +18,9 @@ import numpy as np
 
 from lmforge.errors import DataError
 from lmforge.io import atomic_path
+from lmforge.scaling.config import ScalingPlan
 from lmforge.scaling.law import Law
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import StageResult
 
 FIGURES = ("loss_vs_params.png", "loss_vs_compute.png", "isoflop.png", "residuals.png")
 
@@ -41,7 +42,7 @@ def law_predict(law: dict[str, float], n: np.ndarray, d: np.ndarray) -> np.ndarr
     return as_law(law).predict(n, d)
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: ScalingPlan) -> StageResult:
     import matplotlib
 
     matplotlib.use("Agg")

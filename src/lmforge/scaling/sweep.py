@@ -22,6 +22,7 @@ the baseline beside the rows; the fit leaves flagged cells out and says how many
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import time
@@ -32,13 +33,23 @@ from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.evaluation.baseline import UnigramBaseline
 from lmforge.io import exclusive, sha256_files, write_json, write_text
+from lmforge.model.config import ModelConfig, model_config
 from lmforge.scaling import cell as cells_mod
-from lmforge.scaling.config import ScalingConfig
+from lmforge.scaling.config import ScalingConfig, scaling_config
 from lmforge.scaling.grid import Cell, cells, check_capacity, code_fingerprint, keyed
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read, seed_value
 from lmforge.structured import plain
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
+from lmforge.training.config import (
+    ObjectiveConfig,
+    OptimConfig,
+    TrainerConfig,
+    objective_config,
+    optim_config,
+    trainer_config,
+)
 from lmforge.training.objectives import OBJECTIVES
 from lmforge.training.pretrain import encoded_inputs, tokenizer_paths
 
@@ -59,17 +70,17 @@ class Sweep(NamedTuple):
     store: Path
 
 
-def make_sweep(plan: Plan) -> Sweep:
+def make_sweep(plan: SweepPlan) -> Sweep:
     """Check the whole sweep before anything trains (see the module docstring)."""
     scaling, objective, optim, trainer = plan.scaling, plan.objective, plan.optim, plan.trainer
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
-    base = {**plan.model.to_dict(), "vocab_size": vocab_size, "pad_token_id": specials.pad}
+    base = dataclasses.replace(plan.model, vocab_size=vocab_size, pad_token_id=specials.pad)
     family = OBJECTIVES[objective.kind].family
     if plan.model.family is not family:
         raise ConfigError(
-            f"model.family: got {base['family']} for objective.kind={objective.kind.value}, expected {family.value}"
+            f"model.family: got {base.family.value} for objective.kind={objective.kind.value}, expected {family.value}"
         )
     grid = cells(scaling, base, objective, optim.lr, plan.seed)
     short = [c for c in grid if c.steps <= optim.warmup_steps]
@@ -101,7 +112,7 @@ def make_sweep(plan: Plan) -> Sweep:
     return Sweep(setting, grid, mine, Path(scaling.store))
 
 
-def will_resume(plan: Plan) -> bool:
+def will_resume(plan: SweepPlan) -> bool:
     """Whether this job continues an earlier one: a cell of it is in the store, finished or not
     (MLflow then continues the earlier job's parent run)."""
     try:
@@ -123,7 +134,20 @@ def read_result(folder: Path) -> dict[str, Any] | None:
         ) from None
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class SweepPlan(Plan):
+    """The `scaling_sweep` stage's plan."""
+
+    scaling: ScalingConfig = read(scaling_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    model: ModelConfig = read(model_config)  # the base of every cell (its shape comes from the grid)
+    objective: ObjectiveConfig = read(objective_config)
+    optim: OptimConfig = read(optim_config)
+    trainer: TrainerConfig = read(trainer_config)
+    seed: int = read(seed_value)
+
+
+def run(plan: SweepPlan) -> StageResult:
     sweep = make_sweep(plan)
     scaling: ScalingConfig = sweep.setting.scaling
     tracking = active_run()
@@ -142,7 +166,7 @@ def run(plan: Plan) -> StageResult:
                 result = read_result(folder)  # another job may have finished it meanwhile
                 if result is None:
                     folder.mkdir(parents=True, exist_ok=True)
-                    write_json(folder / "cell.json", {**cell.describe(), "model": cell.model})
+                    write_json(folder / "cell.json", {**cell.describe(), "model": cell.model.to_dict()})
                     run_id = runs.open(cell, "trained")[0] if runs else None
                     print(
                         f"[{i}/{len(sweep.mine)}] {cell.name}: {cell.steps} steps, {cell.flops:.3g} FLOPs",

@@ -8,26 +8,33 @@ the previous outputs intact), each file atomically:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from lmforge.corpora.fetch import cache_root
 from lmforge.errors import DataError
 from lmforge.io import sha256_files, write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.tasks import card
 from lmforge.tasks.config import TaskConfig
 from lmforge.tasks.records import Example, check, check_unique_ids, input_key, write_records
-from lmforge.tasks.registry import entry_for
+from lmforge.tasks.registry import SOURCES, sourced_task_config
 from lmforge.tasks.sources import Context, Loaded
 from lmforge.tasks.splits import SPLITS, carve_val, split_examples
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class TaskPlan(Plan):
+    """The `task` stage's plan."""
+
+    task: TaskConfig = read(sourced_task_config)  # `params`: its source's dataclass
+
+
+def run(plan: TaskPlan) -> StageResult:
     task = plan.task
-    entry, params = entry_for(task)
     ctx = Context(task.name, task.kind, tuple(task.labels or ()), cache_root(task.cache_dir), task.seed)
-    loaded = entry.read(params, ctx)
+    loaded = SOURCES[task.source].read(task.params, ctx)
     loaded.provenance.setdefault("licence", task.licence)  # local/hf data: the yaml says; fetched: the source
     splits = _splits(task, loaded)
     records = {split: [ex.record for ex in splits[split]] for split in SPLITS}

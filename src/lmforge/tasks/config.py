@@ -59,7 +59,9 @@ class TaskConfig:
     name: str = MISSING  # task name: the card's title and, by default, the output folder
     kind: Kind = MISSING  # classification | pair_classification | tagging | qa
     source: str = MISSING  # a key of lmforge.tasks.registry.SOURCES
-    params: dict[str, Any] = field(default_factory=dict)  # the source's parameters (its own schema)
+    # the source's parameters: a mapping in yaml, its source's dataclass once the task stage's door has
+    # validated it (`lmforge.tasks.registry.sourced_task`); fine-tuning leaves it as written
+    params: Any = field(default_factory=dict)
     labels: list[str] | None = None  # label set (tag set for tagging); null for qa
     metrics: list[Metric] = field(default_factory=list)  # metric names it will be scored with
     positive_label: str | None = None  # the label whose F1 `f1` reports (classification kinds)

@@ -6,12 +6,13 @@ on a task's name. A task yaml picks its entry with `source:` and fills its `para
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lmforge.errors import ConfigError
-from lmforge.structured import validate
+from lmforge.structured import Group, validate
 from lmforge.tasks.config import Kind, TaskConfig
 from lmforge.tasks.sources import Context, Loaded, bbc, bible, brown_pos, tabular, vader, wnut, wordnet
 
@@ -76,8 +77,8 @@ SOURCES: dict[str, SourceEntry] = {
 }
 
 
-def entry_for(cfg: TaskConfig) -> tuple[SourceEntry, Any]:
-    """The registry entry of `cfg.source` and its validated params; a bad name or kind is a ConfigError."""
+def entry_of(cfg: TaskConfig) -> SourceEntry:
+    """The registry entry of `cfg.source`; a bad name or kind is a ConfigError."""
     entry = SOURCES.get(cfg.source)
     if entry is None:
         raise ConfigError(f"task.source={cfg.source!r} is unknown; expected one of {sorted(SOURCES)}")
@@ -86,4 +87,16 @@ def entry_for(cfg: TaskConfig) -> tuple[SourceEntry, Any]:
         raise ConfigError(
             f"task.kind={cfg.kind.value} is not produced by source {cfg.source}; expected one of {kinds}"
         )
-    return entry, validate(entry.params, cfg.params, f"task.params ({cfg.source})")
+    return entry
+
+
+def sourced_task(node: Any) -> TaskConfig:
+    """The `task` group as the task stage reads it: `params` validated into its source's dataclass
+    (`SourceEntry.params`), at the stage door like every other group."""
+    cfg = validate(TaskConfig, node, "task")
+    params = validate(entry_of(cfg).params, cfg.params, f"task.params ({cfg.source})")
+    return dataclasses.replace(cfg, params=params)
+
+
+# The task stage's `task` group; fine-tuning reads `task_config`, which leaves `params` as written.
+sourced_task_config = Group(TaskConfig, "task", parse=sourced_task)

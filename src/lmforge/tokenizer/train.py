@@ -8,16 +8,18 @@ Outputs:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
+from lmforge.data.config import DataConfig, data_config
 from lmforge.data.documents import iter_sentences
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.tokenizer.builders import check_vocab_size, train_tokenizer
-from lmforge.tokenizer.config import tokenizer_path
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config, tokenizer_path
 from lmforge.tokenizer.stats import tokenizer_stats
 
 
@@ -26,7 +28,15 @@ def batched(items: Iterator[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class TokenizerTrainPlan(Plan):
+    """The `tokenizer` stage's plan."""
+
+    data: DataConfig = read(data_config)
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+
+
+def run(plan: TokenizerTrainPlan) -> StageResult:
     tok_cfg, data = plan.tokenizer, plan.data
     check_vocab_size(tok_cfg)  # before reading any data
     prepared = Path(data.prepared_dir)

@@ -1,7 +1,9 @@
 """Checkpoints that are safe to write and safe to read.
 
-Writing: `Checkpoints` keeps two files in the run's folder, each written to a temporary file and
-renamed, so a run killed mid-write leaves the previous complete file, never a half-written one:
+Writing: `Checkpoints` keeps two files in the run's folder, each written to a temporary file in
+that folder, flushed to disk and renamed (`FileCheckpointIO`, every Trainer's checkpoint writer), so
+a run killed mid-write, or a disk that fills, leaves the previous complete file, never a half-written
+one, and no temporary file behind (a full disk is one `StorageError` line with the bytes needed):
 
     best.ckpt   weights + hyperparameters of the lowest `val/loss` so far (what evaluation loads)
     last.ckpt   everything resume needs: weights, optimizer, schedule step, loop counters, data
@@ -18,6 +20,7 @@ truncated, random or foreign file is one `DataError` line naming it. `load_modul
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import re
@@ -28,8 +31,10 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from lmforge.errors import ConfigError, DataError
+from lmforge.io import write_bytes
 
 EXPECTED = "a checkpoint written by the lmforge pretrain stage"
 
@@ -71,18 +76,32 @@ class Checkpoints(Checkpoint):
             self._last_saved_step = trainer.global_step
 
     def _save(self, trainer: L.Trainer, name: str, weights_only: bool = False) -> None:
-        final = self.dirpath / name
-        tmp = final.with_name(f".{name}.tmp")
-        trainer.save_checkpoint(tmp, weights_only=weights_only)  # every rank calls; rank zero writes
-        if trainer.is_global_zero:
-            os.replace(tmp, final)
-        trainer.strategy.barrier()
+        # every rank calls; rank zero writes (FileCheckpointIO), and all wait for it
+        trainer.save_checkpoint(self.dirpath / name, weights_only=weights_only)
 
     def state_dict(self) -> dict[str, Any]:
         return {"best_score": self.best_score, "best_step": self.best_step}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.best_score, self.best_step = state["best_score"], state["best_step"]
+
+
+def save_file(path: str | os.PathLike, checkpoint: dict[str, Any]) -> None:
+    """`torch.save` of `checkpoint` into `path`: serialised in memory first, so its size is known and
+    a file system without room for it is refused before a byte is written (`lmforge.io.write_bytes`)."""
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    write_bytes(path, buffer.getbuffer())
+
+
+class FileCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer with `save_file`: the temporary file in the checkpoint's own folder
+    (Lightning's goes through the system's temporary folder first), flushed before the rename."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"storage_options={storage_options!r}: expected none for a local checkpoint")
+        save_file(path, checkpoint)
 
 
 def read_checkpoint(
@@ -138,7 +157,7 @@ def load_module(path: str | os.PathLike):
 
     checkpoint = read_checkpoint(path)
     try:
-        module = PretrainModule(**checkpoint["hyper_parameters"])
+        module = PretrainModule.from_hparams(checkpoint["hyper_parameters"])
     except (ConfigError, TypeError) as err:
         raise DataError(
             f"checkpoint {path} has hyperparameters that build no model ({err}); expected {EXPECTED}"

@@ -16,7 +16,9 @@ from lmforge.structured import Group
 
 # The learning-rate schedules of `lmforge.training.schedules.SCHEDULES` (named here so that parsing a
 # config imports no torch; a test keeps the two equal).
-SCHEDULES = ("noam", "linear", "cosine", "constant")
+SCHEDULES = ("noam", "linear", "cosine", "constant", "wsd")
+DECAYING = ("linear", "cosine", "wsd")  # the schedules that end at trainer.max_steps
+ALGORITHMS = ("adamw", "muon")  # lmforge.training.optim
 
 
 class ObjectiveKind(str, Enum):
@@ -24,6 +26,15 @@ class ObjectiveKind(str, Enum):
     mlm = "mlm"  # BERT / RoBERTa masked language modelling (+ optional NSP)
     span_corruption = "span_corruption"  # T5 denoising of dropped spans
     seq2seq = "seq2seq"  # plain source -> target pairs (translation); trains on pairs, not a corpus
+
+
+class BlockStart(str, Enum):
+    """Where a packed training block may start (lmforge.data.datasets.PackedDataset); evaluation
+    always reads the contiguous grid, so runs that differ in this knob score the same windows."""
+
+    any = "any"  # contiguous blocks: block k is stream[k*n : (k+1)*n]
+    sentence = "sentence"  # block k moved forward to the first sentence start at or after k*n
+    document = "document"  # one block per document, from its start (the speedrun's aligned batches)
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class ObjectiveConfig:
     # rows per chunk of the fused vocabulary projection + cross-entropy, which never holds the
     # (tokens, vocab) logits (objectives/losses.py; benchmarks/linear_ce.py); null: the head's logits
     loss_chunk: int | None = 128
+    # packed objectives' training blocks: contiguous (any), or starting at a sentence or a document
+    block_start: BlockStart = BlockStart.any
 
     def __post_init__(self) -> None:
         if self.dupe_factor < 1:
@@ -58,6 +71,11 @@ class ObjectiveConfig:
             raise ConfigError(
                 f"objective.nsp: got true for kind={self.kind.value}, expected it only with mlm"
             )
+        if self.block_start is not BlockStart.any and (self.nsp or self.kind is ObjectiveKind.seq2seq):
+            raise ConfigError(
+                f"objective.block_start: got {self.block_start.value} with "
+                f"{'nsp' if self.nsp else self.kind.value}, whose examples are not packed blocks; expected any"
+            )
 
 
 @dataclass(frozen=True)
@@ -67,9 +85,15 @@ class OptimConfig:
     weight_decay: float = 0.1  # AdamW decay on matrices only
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
     eps: float = 1e-8
-    schedule: str = "cosine"  # noam | linear | cosine | constant
+    schedule: str = "cosine"  # noam | linear | cosine | constant | wsd
     warmup_steps: int = 100
-    min_lr_ratio: float | None = 0.1  # linear / cosine floor as a share of lr; None -> schedule default
+    min_lr_ratio: float | None = 0.1  # linear / cosine / wsd floor as a share of lr; None -> schedule default
+    decay_fraction: float = 0.2  # wsd: share of max_steps spent decaying, at the end
+    # adamw: AdamW for every parameter; muon: Muon (orthogonalised momentum, Jordan et al. 2024; torch.optim.Muon,
+    # its update scaled to AdamW's RMS so `lr` means the same) for the 2-D weights inside the transformer
+    # stacks, AdamW for embeddings, head, norms and biases (the speedrun's split)
+    algorithm: str = "adamw"
+    muon_momentum: float = 0.95  # muon: Nesterov momentum of the orthogonalised update
 
     def __post_init__(self) -> None:
         check_optim_values(self, "optim")
@@ -81,6 +105,14 @@ class OptimConfig:
             raise ConfigError(
                 f"optim.min_lr_ratio: got {self.min_lr_ratio}, expected a fraction in [0, 1] or null"
             )
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError(
+                f"optim.algorithm: got {self.algorithm!r}, expected one of {', '.join(ALGORITHMS)}"
+            )
+        if not 0.0 <= self.muon_momentum < 1.0:
+            raise ConfigError(f"optim.muon_momentum: got {self.muon_momentum}, expected a value in [0, 1)")
+        if not 0.0 < self.decay_fraction <= 1.0:
+            raise ConfigError(f"optim.decay_fraction: got {self.decay_fraction}, expected a share in (0, 1]")
 
 
 def check_optim_values(values: Any, group: str) -> None:
@@ -104,7 +136,7 @@ def check_optim_values(values: Any, group: str) -> None:
 
 def check_schedule_length(values: Any, group: str, max_steps: int, steps_key: str) -> None:
     """A decaying schedule (linear, cosine) needs a run longer than its warmup: `max_steps > warmup_steps`."""
-    if values.schedule in ("linear", "cosine") and max_steps <= values.warmup_steps:
+    if values.schedule in DECAYING and max_steps <= values.warmup_steps:
         raise ConfigError(
             f"{steps_key}: got {max_steps}, expected more than {group}.warmup_steps={values.warmup_steps} "
             f"(the {values.schedule} schedule decays after its warmup)"
@@ -133,8 +165,16 @@ class TrainConfig:
     # also keep the weights at these shares of trainer.max_steps as {out_dir}/step<N>.ckpt (weights
     # only, like best.ckpt), so the downstream effect of pretraining compute can be measured
     keep_at: list[float] = field(default_factory=lambda: [0.1, 0.3, 1.0])
+    # validation and evaluation score at most this many examples of the val / test split, evenly
+    # spaced across it and the same every time, so their cost stays flat as the corpus grows (Brown's
+    # splits hold about 640 blocks of 128 and are scored whole); null -> every example
+    eval_windows: int | None = 2048
 
     def __post_init__(self) -> None:
+        if self.eval_windows is not None and self.eval_windows < 1:
+            raise ConfigError(
+                f"train.eval_windows: got {self.eval_windows}, expected null or an integer >= 1"
+            )
         if not all(isinstance(f, (int, float)) and 0.0 < f <= 1.0 for f in self.keep_at):
             raise ConfigError(
                 f"train.keep_at: got {list(self.keep_at)}, expected shares of max_steps in (0, 1]"
@@ -160,7 +200,8 @@ PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-t
 
 @dataclass(frozen=True)
 class TrainerConfig:
-    """The Lightning `Trainer` arguments we pass through; validation always covers the whole split."""
+    """The Lightning `Trainer` arguments we pass through (how much of a split validation scores is
+    `train.eval_windows`)."""
 
     name: str = "cpu"  # label of the preset
     accelerator: str = "auto"  # cpu | gpu | auto: the GPU when there is one, else the CPU
@@ -211,11 +252,6 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.devices: got {self.devices!r}, expected an integer >= 1, -1 or 'auto'"
             )
-
-
-def schedule_fits_run(plan: Any) -> None:
-    """A stage check on the validated plan: the `optim` schedule fits a run of `trainer.max_steps` steps."""
-    check_schedule_length(plan.optim, "optim", plan.trainer.max_steps, "trainer.max_steps")
 
 
 objective_config = Group(ObjectiveConfig, "objective")

@@ -3,10 +3,12 @@
 
 Training visits go through `Draws` (static: `dupe_factor` fixed copies; dynamic: a new draw per
 epoch) and a `VisitSampler` sharded by rank; evaluation splits are visited once, in order, with
-draw 0, so every validation sees the same masks and spans (MLM at `objective.eval_mlm_probability`). The training loader is stateful: its
-position within the epoch goes into every checkpoint and comes back on resume (Lightning calls
-`state_dict` / `load_state_dict` on loaders that have them). Loaders own their random generators,
-so creating one never consumes the global RNG that dropout draws from.
+draw 0, so every validation sees the same masks and spans (MLM at `objective.eval_mlm_probability`);
+a split of more than `train.eval_windows` examples is scored on that many, evenly spaced, the same
+ones every time (`spread`), so validation costs the same whatever the corpus. The training loader is
+stateful: its position within the epoch goes into every checkpoint and comes back on resume
+(Lightning calls `state_dict` / `load_state_dict` on loaders that have them). Loaders own their
+random generators, so creating one never consumes the global RNG that dropout draws from.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from typing import Any
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Subset
 
 from lmforge.data.datasets import Draws
 from lmforge.data.encoded import EncodedSplit
-from lmforge.data.sampling import VisitSampler
+from lmforge.data.sampling import VisitSampler, spread
 from lmforge.tokenizer.specials import SpecialTokens
-from lmforge.training.config import ObjectiveConfig, TrainConfig
+from lmforge.training.config import BlockStart, ObjectiveConfig, TrainConfig
 from lmforge.training.objectives import OBJECTIVES
 
 
@@ -72,6 +74,8 @@ class PretrainDataModule(L.LightningDataModule):
         if split not in self.datasets:
             encoded = EncodedSplit(self.encoded_dir, split)
             o, s = self.objective, self.specials
+            if split != "train":  # evaluation scores the same contiguous windows whatever training's blocks
+                o = replace(o, block_start=BlockStart.any)
             self.datasets[split] = self.spec.examples(encoded, o, s, self.train.seq_len, self.seed)
         return self.datasets[split]
 
@@ -79,8 +83,9 @@ class PretrainDataModule(L.LightningDataModule):
         trainer = getattr(self, "trainer", None)
         return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
 
-    def loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        """Training visits (shuffled, resumable) when `shuffle`, else every example once, in order."""
+    def loader(self, split: str, shuffle: bool = False, windows: int | None = None) -> DataLoader:
+        """Training visits (shuffled, resumable) when `shuffle`, else every example once, in order
+        (at most `windows` of them, evenly spaced across the split: `spread`)."""
         rank, world = self._rank_world()
         dataset = self.dataset(split)
         kwargs: dict[str, Any] = dict(
@@ -91,6 +96,8 @@ class PretrainDataModule(L.LightningDataModule):
             generator=torch.Generator().manual_seed(self.seed),  # keeps the global RNG untouched
         )
         if not shuffle:
+            if windows is not None and len(dataset) > windows:  # type: ignore[arg-type]
+                dataset = Subset(dataset, spread(len(dataset), windows))  # type: ignore[arg-type]
             sampler = VisitSampler(len(dataset), shuffle=False, rank=rank, world=world)
             return DataLoader(dataset, sampler=sampler, **kwargs)
         o = self.objective
@@ -108,7 +115,7 @@ class PretrainDataModule(L.LightningDataModule):
         return self.loader("train", shuffle=True)
 
     def val_dataloader(self) -> DataLoader:
-        return self.loader("val")
+        return self.loader("val", windows=self.train.eval_windows)
 
     def test_dataloader(self) -> DataLoader:
-        return self.loader("test")
+        return self.loader("test", windows=self.train.eval_windows)

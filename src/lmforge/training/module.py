@@ -1,7 +1,9 @@
 """The LightningModule of pretraining: a plain model, an objective, AdamW and a warmup schedule.
 
-It takes plain config dicts (saved by `save_hyperparameters`, so a checkpoint holds readable plain
-data that loads with `torch.load(weights_only=True)`) and builds the network itself.
+It takes the validated configs (`ModelConfig`, `ObjectiveConfig`, `OptimConfig`) and builds the
+network itself; it saves them as plain values (`save_hyperparameters`), so a checkpoint holds readable
+plain data that loads with `torch.load(weights_only=True)`, and `from_hparams` builds the module again
+from them (the checkpoint's door: they are parsed and checked there, as a config is at a stage's).
 Training logs `train/loss` (what the optimizer minimises: MLM + NSP for BERT, label-smoothed if
 configured) and `train/nll`, the unsmoothed per-token loss of the predicted targets, which is what
 `val/loss` measures; NSP is logged apart (`train/nsp_loss`, `val/nsp_loss`). Validation adds up the
@@ -11,33 +13,52 @@ exact per-token loss of the split.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import lightning as L
 import torch
 
+from lmforge.errors import ConfigError
 from lmforge.model import build_model
-from lmforge.model.config import load_model_config
+from lmforge.model.config import ModelConfig, load_model_config
 from lmforge.objectives.summary import SUM_KEYS, SplitSums, summarise
-from lmforge.training.config import objective_config, optim_config
+from lmforge.structured import plain
+from lmforge.training.config import ObjectiveConfig, OptimConfig, objective_config, optim_config
 from lmforge.training.objectives import OBJECTIVES
-from lmforge.training.optim import optimization
+from lmforge.training.optim import hidden_matrices, optimization
+
+HPARAMS = ("model", "objective", "optim", "max_steps")  # what a checkpoint's hyper_parameters hold
 
 
 class PretrainModule(L.LightningModule):
     logged_stats = ("accuracy", "nsp_loss", "nsp_accuracy")  # logged as train/<name> when present
 
     def __init__(
-        self, model: dict[str, Any], objective: dict[str, Any], optim: dict[str, Any], max_steps: int
+        self,
+        model: ModelConfig,
+        objective: ObjectiveConfig,
+        optim: OptimConfig,
+        max_steps: int,
     ):
         super().__init__()
-        self.save_hyperparameters()
-        self.model_config = load_model_config(model)
-        self.objective_config = objective_config(objective)
-        self.optim_config = optim_config(optim)
+        plain_values = {"model": model.to_dict(), "objective": plain(objective), "optim": plain(optim)}
+        self.save_hyperparameters({**plain_values, "max_steps": max_steps})
+        self.model_config, self.objective_config, self.optim_config = model, objective, optim
         self.model = build_model(self.model_config)
         self.objective = OBJECTIVES[self.objective_config.kind].loss(self.objective_config, self.model_config)
         self.val_sums = SplitSums()
+
+    @classmethod
+    def from_hparams(cls, hparams: Mapping[str, Any]) -> PretrainModule:
+        """The module a checkpoint's `hyper_parameters` describe; ConfigError when they describe none."""
+        missing = [key for key in HPARAMS if key not in hparams]
+        if missing:
+            raise ConfigError(f"hyperparameters lack {', '.join(missing)}; expected {', '.join(HPARAMS)}")
+        model, objective, optim = hparams["model"], hparams["objective"], hparams["optim"]
+        return cls(
+            load_model_config(model), objective_config(objective), optim_config(optim), hparams["max_steps"]
+        )
 
     def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         return self.objective(self.model, batch)
@@ -70,4 +91,7 @@ class PretrainModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [*self.model.parameters(), *self.objective.parameters()]
-        return optimization(params, self.optim_config, self.model_config.d_model, self.hparams.max_steps)
+        matrices = hidden_matrices(self.model)
+        return optimization(
+            params, self.optim_config, self.model_config.d_model, self.hparams.max_steps, matrices
+        )

@@ -82,7 +82,7 @@ def raw_length_for(seq_len: int, noise_density: float, mean_span_length: float) 
 def mlm_examples(split, o: ObjectiveConfig, s: SpecialTokens, seq_len: int, seed: int) -> Dataset:
     if o.nsp:
         return SentencePairDataset(split, seq_len, s.cls, s.sep, nsp=True, seed=seed)
-    return PackedDataset(split, seq_len, eos_id=s.sep, cls_id=s.cls, sep_id=s.sep)
+    return PackedDataset(split, seq_len, eos_id=s.sep, cls_id=s.cls, sep_id=s.sep, start=o.block_start.value)
 
 
 def mlm_collator(o: ObjectiveConfig, s: SpecialTokens, vocab_size: int, seed: int) -> MLMCollator:
@@ -93,7 +93,8 @@ def mlm_collator(o: ObjectiveConfig, s: SpecialTokens, vocab_size: int, seed: in
 
 
 def span_examples(split, o: ObjectiveConfig, s: SpecialTokens, seq_len: int, seed: int) -> Dataset:
-    return PackedDataset(split, raw_length_for(seq_len, o.noise_density, o.mean_span_length), eos_id=s.eos)
+    raw = raw_length_for(seq_len, o.noise_density, o.mean_span_length)
+    return PackedDataset(split, raw, eos_id=s.eos, start=o.block_start.value)
 
 
 def span_collator(o: ObjectiveConfig, s: SpecialTokens, vocab_size: int, seed: int) -> SpanCorruptionCollator:
@@ -120,7 +121,9 @@ def pairs_only(*_: object) -> NoReturn:
 OBJECTIVES: dict[ObjectiveKind, ObjectiveSpec] = {
     ObjectiveKind.clm: ObjectiveSpec(
         family=Family.decoder,
-        examples=lambda split, o, s, seq_len, seed: PackedDataset(split, seq_len, eos_id=s.eos),
+        examples=lambda split, o, s, seq_len, seed: PackedDataset(
+            split, seq_len, eos_id=s.eos, start=o.block_start.value
+        ),
         collator=lambda o, s, vocab_size, seed: CausalLMCollator(s.pad),
         loss=lambda o, model: CausalLMObjective(o.label_smoothing, o.loss_chunk),
         targets=next_tokens,

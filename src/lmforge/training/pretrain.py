@@ -28,7 +28,7 @@ import json
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import lightning as L
 
@@ -37,16 +37,25 @@ from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, sha256_files, write_json, write_text
 from lmforge.model import count_parameters
-from lmforge.model.config import Family, ModelConfig
-from lmforge.stage import DataInput, StageResult, TrainedModel
-from lmforge.stage import Plan as StagePlan
+from lmforge.model.config import ModelConfig, model_config
+from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value, seed_value
 from lmforge.structured import plain
-from lmforge.tokenizer.config import TokenizerConfig, tokenizer_path
+from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config, tokenizer_path
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, flatten
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
-from lmforge.training.config import ObjectiveConfig, OptimConfig, TrainConfig, TrainerConfig
+from lmforge.training.config import (
+    ObjectiveConfig,
+    OptimConfig,
+    TrainConfig,
+    TrainerConfig,
+    check_schedule_length,
+    objective_config,
+    optim_config,
+    train_config,
+    trainer_config,
+)
 from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.objectives import OBJECTIVES
@@ -55,21 +64,46 @@ from lmforge.training.trainer import build_trainer
 RESUME_STATE = ("state_dict", "hyper_parameters", "optimizer_states", "loops", "callbacks")
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class TrainingPlan(Plan):
+    """What every stage that trains a language model on the encoded corpus reads (`prepare_run`)."""
+
+    tokenizer: TokenizerConfig = read(tokenizer_config)
+    objective: ObjectiveConfig = read(objective_config)
+    optim: OptimConfig = read(optim_config)
+    trainer: TrainerConfig = read(trainer_config)
+    train: TrainConfig = read(train_config)
+    seed: int = read(seed_value)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class PretrainPlan(TrainingPlan):
+    """The `pretrain` stage's plan: a model group to train, in its own run folder."""
+
+    model: ModelConfig = read(model_config)
+    run_name: str = read(run_name_value)
+
+
+def schedule_fits_run(plan: TrainingPlan) -> None:
+    """A stage check on the validated plan: the `optim` schedule fits a run of `trainer.max_steps` steps."""
+    check_schedule_length(plan.optim, "optim", plan.trainer.max_steps, "trainer.max_steps")
+
+
 def tokenizer_paths(tok: TokenizerConfig) -> tuple[Path, Path]:
     """(tokenizer.json, encoded folder) of the configured tokenizer."""
     return tokenizer_path(tok.dir, tok.name), Path(tok.encoded_dir) / tok.name
 
 
-def model_values(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int) -> dict[str, Any]:
+def model_for(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int) -> ModelConfig:
     """The model group with what the data decides: vocabulary size and padding id."""
     config = dataclasses.replace(model, vocab_size=vocab_size, pad_token_id=pad_id)
     if config.max_seq_len < seq_len:
         raise ConfigError(f"train.seq_len: got {seq_len}, expected <= model.max_seq_len={config.max_seq_len}")
-    return config.to_dict()
+    return config
 
 
 @functools.lru_cache(maxsize=4)
-def fingerprint(plan: StagePlan, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
+def fingerprint(plan: TrainingPlan, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
     """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
     other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends). Kept per plan
     (a plan is immutable and lives for one run): the door's `will_resume` and the run share one hash."""
@@ -129,17 +163,17 @@ def changed_keys(recorded: str, stamp_text: str) -> list[str]:
     return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
 
 
-def folders(plan: StagePlan) -> list[str]:
+def folders(plan: PretrainPlan) -> list[str]:
     """The output folder a pretrain run writes alone (locked by `execute` before anything starts)."""
     return [plan.train.out_dir]
 
 
-def extends(plan: StagePlan) -> str | None:
+def extends(plan: TrainingPlan) -> str | None:
     """The output folder of the run this one extends (`train.extend_from`), if any: MLflow links them."""
     return plan.train.extend_from
 
 
-def will_resume(plan: StagePlan) -> bool:
+def will_resume(plan: PretrainPlan) -> bool:
     """Whether `run(plan)` continues this folder's run (MLflow then continues its run too); a refused
     resume (`train.resume=true` over another config) raises here, at the door."""
     try:
@@ -149,41 +183,42 @@ def will_resume(plan: StagePlan) -> bool:
     return not resume_from(plan.train, Path(plan.train.out_dir), stamp_text).fresh
 
 
-def run(plan: StagePlan) -> StageResult:
-    job = prepare_run(plan)
+def run(plan: PretrainPlan) -> StageResult:
+    job = prepare_run(plan, plan.model)
 
     def build() -> PretrainModule:
-        return PretrainModule(
-            job.model, plain(job.objective), plain(job.optim), max_steps=job.trainer.max_steps
-        )
+        return PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
 
     return fit(job, fingerprint(plan, *tokenizer_paths(plan.tokenizer)), build)
 
 
 def prepare_run(
-    plan: StagePlan,
-    model: dict[str, Any] | None = None,
+    plan: TrainingPlan,
+    model: ModelConfig,
     objective: ObjectiveConfig | None = None,
     train: TrainConfig | None = None,
+    *,
+    built: bool = False,
 ) -> Run:
-    """Check what a run needs, before anything is written. `model` (ModelConfig values),
-    `objective` and `train` replace the plan's groups (distillation: the student, its teacher's
-    objective, its own output folders); a given model must already agree with the tokenizer."""
+    """Check what a run needs, before anything is written. `model` is a model group, completed by the
+    tokenizer (vocabulary size, padding id), or, `built`, a model already made for it (distillation's
+    student), checked against it; `objective` and `train` replace the plan's groups (distillation: its
+    teacher's objective, its own output folders)."""
     train, optim, trainer_cfg = train or plan.train, plan.optim, plan.trainer
     objective = objective or plan.objective
     tokenizer_file, encoded_dir = tokenizer_paths(plan.tokenizer)
     tokenizer = load_tokenizer(tokenizer_file)
     specials, vocab_size = special_token_ids(tokenizer), tokenizer.get_vocab_size()
-    if model is None:
-        model = model_values(plan.model, vocab_size, specials.pad, train.seq_len)
+    if not built:
+        model = model_for(model, vocab_size, specials.pad, train.seq_len)
     else:
         check_tokenizer(model, vocab_size, specials.pad, tokenizer_file)
-        if model["max_seq_len"] < train.seq_len:
-            raise ConfigError(f"train.seq_len: got {train.seq_len}, expected <= {model['max_seq_len']}")
+        if model.max_seq_len < train.seq_len:
+            raise ConfigError(f"train.seq_len: got {train.seq_len}, expected <= {model.max_seq_len}")
     family = OBJECTIVES[objective.kind].family
-    if Family(model["family"]) is not family:
+    if model.family is not family:
         raise ConfigError(
-            f"model.family: got {model['family']} for objective.kind={objective.kind.value}, "
+            f"model.family: got {model.family.value} for objective.kind={objective.kind.value}, "
             f"expected {family.value}"
         )
     for split in ("train", "val"):  # a missing or corrupt array fails here, in one line, before training
@@ -202,12 +237,12 @@ def prepare_run(
     )
 
 
-def check_tokenizer(model: dict[str, Any], vocab_size: int, pad_id: int, tokenizer_file: Path) -> None:
+def check_tokenizer(model: ModelConfig, vocab_size: int, pad_id: int, tokenizer_file: Path) -> None:
     """One line when a given model was not trained with this tokenizer (its vocabulary or padding)."""
-    if (model["vocab_size"], model["pad_token_id"]) != (vocab_size, pad_id):
+    if (model.vocab_size, model.pad_token_id) != (vocab_size, pad_id):
         raise ConfigError(
             f"tokenizer: got {tokenizer_file} (vocab_size={vocab_size}, pad id {pad_id}), expected the "
-            f"model's tokenizer (vocab_size={model['vocab_size']}, pad id {model['pad_token_id']})"
+            f"model's tokenizer (vocab_size={model.vocab_size}, pad id {model.pad_token_id})"
         )
 
 
@@ -225,7 +260,7 @@ class Run(NamedTuple):
     objective: ObjectiveConfig
     optim: OptimConfig
     trainer: TrainerConfig
-    model: dict[str, Any]  # ModelConfig values with the tokenizer's vocab size and pad id
+    model: ModelConfig  # the model group with the tokenizer's vocab size and pad id
     specials: SpecialTokens
     vocab_size: int
     encoded_dir: Path
@@ -283,8 +318,8 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
         artifacts,
         # what ran where the config says otherwise: the tokenizer decides the vocabulary and padding,
         # a distilled student trains on its teacher's objective
-        params={"model": job.model, "objective": plain(job.objective)},
-        model=TrainedModel(str(best), str(job.tokenizer_file), job.model["family"])
+        params={"model": job.model.to_dict(), "objective": plain(job.objective)},
+        model=TrainedModel(str(best), str(job.tokenizer_file), job.model.family.value)
         if best.is_file()
         else None,
         inputs=encoded_inputs(job.encoded_dir),

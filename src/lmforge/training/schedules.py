@@ -13,6 +13,9 @@ steps already taken (LambdaLR starts at 0 and we step once per optimizer update)
     cosine    warmup, then half a cosine down to `min_lr_ratio` at s = total_steps (Loshchilov &
               Hutter 2017 without restarts; GPT-3, Chinchilla)
     constant  warmup, then the base lr
+    wsd       warmup, then the base lr (stable), then a linear decay to `min_lr_ratio` over the last
+              `decay_fraction` of the steps (warmup-stable-decay, Hu et al. 2024, MiniCPM; the
+              speedrun's trapezoid): the stable phase can be extended and decayed from at any step
 
 After `total_steps` the decaying schedules stay at their floor. A schedule is a pure function of
 the step: checkpoints keep the step, never the schedule's settings, so a run resumed with a larger
@@ -83,11 +86,31 @@ class ConstantSchedule:
         return _warmup(i + 1, self.warmup_steps)
 
 
+@dataclass(frozen=True)
+class WSDSchedule:
+    warmup_steps: int  # updates of linear warmup from base_lr / warmup to base_lr
+    total_steps: int  # update at which the decay reaches min_lr_ratio
+    decay_fraction: float = 0.2  # share of total_steps spent decaying (the last ones)
+    min_lr_ratio: float = 0.0  # floor, as a fraction of base_lr
+
+    def __call__(self, i: int) -> float:
+        s = i + 1
+        decay_steps = max(1, round(self.decay_fraction * self.total_steps))
+        stable_end = self.total_steps - decay_steps  # last update at the base lr
+        if s < self.warmup_steps and s <= stable_end:
+            return _warmup(s, self.warmup_steps)
+        if s <= stable_end:
+            return 1.0
+        progress = min((s - stable_end) / decay_steps, 1.0)
+        return 1.0 - (1.0 - self.min_lr_ratio) * progress
+
+
 SCHEDULES: dict[str, type] = {
     "noam": NoamSchedule,
     "linear": LinearSchedule,
     "cosine": CosineSchedule,
     "constant": ConstantSchedule,
+    "wsd": WSDSchedule,
 }
 
 
@@ -97,13 +120,20 @@ def make_schedule(name: str, warmup_steps: int, total_steps: int | None = None, 
         raise ConfigError(f"scheduler name={name!r}: expected one of {', '.join(SCHEDULES)}")
     if not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ConfigError(f"warmup_steps={warmup_steps!r}: expected an integer >= 0")
-    allowed = {"noam": {"d_model", "factor"}, "linear": {"min_lr_ratio"}, "cosine": {"min_lr_ratio"}}
+    allowed = {
+        "noam": {"d_model", "factor"},
+        "linear": {"min_lr_ratio"},
+        "cosine": {"min_lr_ratio"},
+        "wsd": {"min_lr_ratio", "decay_fraction"},
+    }
     unknown = set(kwargs) - allowed.get(name, set())
     if unknown:
         expected = ", ".join(sorted(allowed.get(name, set()))) or "none"
         raise ConfigError(
             f"scheduler {name!r} options {sorted(unknown)}: not accepted (expected: {expected})"
         )
+    if "decay_fraction" in kwargs and not 0.0 < kwargs["decay_fraction"] <= 1.0:
+        raise ConfigError(f"decay_fraction={kwargs['decay_fraction']}: expected a share in (0, 1]")
     if "min_lr_ratio" in kwargs and not 0.0 <= kwargs["min_lr_ratio"] <= 1.0:
         raise ConfigError(f"min_lr_ratio={kwargs['min_lr_ratio']}: expected a fraction in [0, 1]")
 
@@ -144,6 +174,7 @@ def build_scheduler(
 ) -> LambdaLR:
     """A `StepSchedule` over every param group, to be stepped once per optimizer update.
 
-    `kwargs`: `d_model` (required) and `factor` for noam; `min_lr_ratio` for linear and cosine.
+    `kwargs`: `d_model` (required) and `factor` for noam; `min_lr_ratio` for linear, cosine and
+    wsd; `decay_fraction` for wsd.
     """
     return StepSchedule(optimizer, make_schedule(name, warmup_steps, total_steps, **kwargs))

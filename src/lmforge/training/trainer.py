@@ -20,6 +20,7 @@ import lightning as L
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from lmforge.errors import ConfigError
+from lmforge.training.checkpoints import FileCheckpointIO
 from lmforge.training.config import TrainerConfig
 
 CHECKED = ("accelerator", "devices", "num_nodes", "strategy", "precision")  # what Lightning may refuse
@@ -48,7 +49,7 @@ def build_trainer(
         every = int(settings.get("log_every_n_steps") or 1)
         callbacks.append(StepMetrics(*mlflow_run, every=every, names=metric_names, lr=log_lr))
     try:
-        return L.Trainer(**settings, logger=False, callbacks=callbacks)
+        return L.Trainer(**settings, logger=False, callbacks=callbacks, plugins=[FileCheckpointIO()])
     except (MisconfigurationException, ValueError, ImportError) as err:  # ImportError: tpu without torch_xla
         given = ", ".join(f"trainer.{key}={settings[key]}" for key in CHECKED if key in settings)
         reason = " ".join(str(err).split())[:200]

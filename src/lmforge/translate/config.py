@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lmforge.corpora.bible import Module
 from lmforge.errors import ConfigError
+from lmforge.stage import Plan, read, run_name_value
 from lmforge.structured import CACHE, Group, rooted
 
 
@@ -148,3 +149,12 @@ pairs_config = Group(PairsConfig, "pairs")
 
 
 translate_config = Group(TranslateConfig, "translate")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class TranslateEvalPlan(Plan):
+    """What `translate_eval` and `translate_length` read: the pairs, the trained model and the run."""
+
+    pairs: PairsConfig = read(pairs_config)
+    translate: TranslateConfig = read(translate_config)
+    run_name: str = read(run_name_value)

@@ -32,11 +32,17 @@ import torch
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
 from lmforge.objectives.collate import pad
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import StageResult
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
 from lmforge.translate.batches import encode_pairs
-from lmforge.translate.config import DecodeConfig, LongPairs, TranslateConfig, tokenizer_file
+from lmforge.translate.config import (
+    DecodeConfig,
+    LongPairs,
+    TranslateConfig,
+    TranslateEvalPlan,
+    tokenizer_file,
+)
 from lmforge.translate.decode import translate_batch
 from lmforge.translate.pairs import Pair, read_split
 
@@ -247,7 +253,7 @@ def samples_md(pairs: Sequence[Pair], hyps: Sequence[str], n: int, langs: tuple[
     return "\n".join(lines)
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: TranslateEvalPlan) -> StageResult:
     pairs_cfg, translate = plan.pairs, plan.translate
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
     specials = special_token_ids(tokenizer)

@@ -23,9 +23,9 @@ from typing import Any
 from lmforge.curves import read_val_curve
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import StageResult
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
-from lmforge.translate.config import TranslateConfig, tokenizer_file
+from lmforge.translate.config import TranslateConfig, TranslateEvalPlan, tokenizer_file
 from lmforge.translate.evaluate import (
     Dictionary,
     checked_module,
@@ -85,7 +85,7 @@ def plot(rows: list[dict[str, Any]], dictionary: dict[str, float], beams: list[i
     plt.close(fig)
 
 
-def run(plan: Plan) -> StageResult:
+def run(plan: TranslateEvalPlan) -> StageResult:
     pairs_cfg, translate = plan.pairs, plan.translate
     reports = Path(translate.reports_dir)
     try:

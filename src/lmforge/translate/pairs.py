@@ -30,8 +30,8 @@ from lmforge.corpora.bible import LICENCE, load_verses
 from lmforge.corpora.fetch import cache_root
 from lmforge.errors import DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import Plan, StageResult
-from lmforge.translate.config import PairsConfig, PairsSource
+from lmforge.stage import Plan, StageResult, read
+from lmforge.translate.config import PairsConfig, PairsSource, pairs_config
 
 SPLITS = ("train", "val", "test")
 NO_APT_HINT = (
@@ -246,7 +246,14 @@ def read_split(out_dir: str | Path, name: str) -> list[Pair]:
     return [Pair(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class PairsPlan(Plan):
+    """The `translate_data` stage's plan."""
+
+    pairs: PairsConfig = read(pairs_config)
+
+
+def run(plan: PairsPlan) -> StageResult:
     pairs = plan.pairs
     splits, numbers, card = prepare(pairs)  # everything is checked before the first write
     out, reports = Path(pairs.out_dir), Path(pairs.reports_dir)

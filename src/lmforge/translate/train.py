@@ -22,25 +22,37 @@ import dataclasses
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import lightning as L
 import torch
 
 from lmforge.errors import ConfigError
-from lmforge.io import atomic_path, write_json
+from lmforge.io import write_json
 from lmforge.model import count_parameters
-from lmforge.model.config import Family, ModelConfig
-from lmforge.stage import DataInput, Plan, StageResult, TrainedModel
-from lmforge.structured import plain
+from lmforge.model.config import Family, ModelConfig, model_config
+from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value, seed_value
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.callbacks import CurveWriter
-from lmforge.training.config import OptimConfig
+from lmforge.training.checkpoints import save_file
+from lmforge.training.config import (
+    ObjectiveConfig,
+    ObjectiveKind,
+    OptimConfig,
+    TrainerConfig,
+    optim_config,
+    trainer_config,
+)
 from lmforge.training.module import PretrainModule
 from lmforge.training.trainer import build_trainer
 from lmforge.translate.batches import encode_pairs, loader
-from lmforge.translate.config import TranslateConfig, tokenizer_file
+from lmforge.translate.config import (
+    PairsConfig,
+    TranslateConfig,
+    pairs_config,
+    tokenizer_file,
+    translate_config,
+)
 from lmforge.translate.pairs import read_split
 
 
@@ -60,13 +72,13 @@ def schedule(optim: OptimConfig, translate: TranslateConfig, d_model: int) -> Op
     return dataclasses.replace(optim, lr=noam_peak(optim, d_model), schedule="constant", warmup_steps=0)
 
 
-def model_values(model: ModelConfig, vocab_size: int, pad: int) -> dict[str, Any]:
+def model_for(model: ModelConfig, vocab_size: int, pad: int) -> ModelConfig:
     config = dataclasses.replace(model, vocab_size=vocab_size, pad_token_id=pad)
     if config.family is not Family.encoder_decoder:
         raise ConfigError(
             f"model.family: got {config.family.value}, expected encoder_decoder for translation"
         )
-    return config.to_dict()
+    return config
 
 
 class LastWeights(L.Callback):
@@ -114,10 +126,7 @@ class LastWeights(L.Callback):
 
 
 def save_model(path: Path, module: PretrainModule, state: dict[str, torch.Tensor], steps: list[int]) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(
-            {"state_dict": state, "hyper_parameters": dict(module.hparams), "averaged_steps": steps}, tmp
-        )
+    save_file(path, {"state_dict": state, "hyper_parameters": dict(module.hparams), "averaged_steps": steps})
 
 
 def kept_checkpoint(out_dir: str | Path, step: int) -> Path:
@@ -125,12 +134,25 @@ def kept_checkpoint(out_dir: str | Path, step: int) -> Path:
     return Path(out_dir) / f"model_step{step}.ckpt"
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class TranslateTrainPlan(Plan):
+    """The `translate_train` stage's plan."""
+
+    pairs: PairsConfig = read(pairs_config)
+    translate: TranslateConfig = read(translate_config)
+    model: ModelConfig = read(model_config)
+    optim: OptimConfig = read(optim_config)
+    trainer: TrainerConfig = read(trainer_config)
+    seed: int = read(seed_value)
+    run_name: str = read(run_name_value)
+
+
+def run(plan: TranslateTrainPlan) -> StageResult:
     pairs, translate, trainer_cfg, optim = plan.pairs, plan.translate, plan.trainer, plan.optim
     tokenizer = load_tokenizer(tokenizer_file(translate.tokenizer_dir))
     specials = special_token_ids(tokenizer)
-    model = model_values(plan.model, tokenizer.get_vocab_size(), specials.pad)
-    optim = schedule(optim, translate, model["d_model"])
+    model = model_for(plan.model, tokenizer.get_vocab_size(), specials.pad)
+    optim = schedule(optim, translate, model.d_model)
     if (
         translate.average_last > 1
         and translate.checkpoint_every * translate.average_last > trainer_cfg.max_steps
@@ -145,18 +167,16 @@ def run(plan: Plan) -> StageResult:
             tokenizer,
             read_split(pairs.out_dir, split),
             specials.eos,
-            model["max_seq_len"],
+            model.max_seq_len,
             translate.long_pairs,
             split,
         )
 
     L.seed_everything(plan.seed, workers=True, verbose=False)
-    module = PretrainModule(
-        model,
-        {"name": "translation", "kind": "seq2seq", "label_smoothing": translate.label_smoothing},
-        plain(optim),
-        max_steps=trainer_cfg.max_steps,
+    objective = ObjectiveConfig(
+        name="translation", kind=ObjectiveKind.seq2seq, label_smoothing=translate.label_smoothing
     )
+    module = PretrainModule(model, objective, optim, trainer_cfg.max_steps)
     out_dir, reports = Path(translate.out_dir), Path(translate.reports_dir)
     curves = CurveWriter(str(reports), every_n_steps=trainer_cfg.log_every_n_steps)
     kept: list[int] = []
@@ -198,7 +218,7 @@ def run(plan: Plan) -> StageResult:
         "wall_seconds": curves.wall_seconds,
         "params_total": params["total"],
         "params_non_embedding": params["non_embedding"],
-        "peak_lr": noam_peak(optim, model["d_model"]) if optim.schedule == "noam" else optim.lr,
+        "peak_lr": noam_peak(optim, model.d_model) if optim.schedule == "noam" else optim.lr,
         "averaged_checkpoints": len(steps),
         **({"kept_checkpoints": len(kept)} if translate.keep_every else {}),  # model_step{N}.ckpt
         "train_pairs_truncated": splits["train"].truncated,
@@ -214,4 +234,4 @@ def run(plan: Plan) -> StageResult:
     }
     tokenizer_json = str(tokenizer_file(translate.tokenizer_dir))
     trained = TrainedModel(str(out_dir / "model.ckpt"), tokenizer_json, "encoder_decoder")  # it translates
-    return StageResult(metrics, artifacts, params={"model": model}, model=trained, inputs=inputs)
+    return StageResult(metrics, artifacts, params={"model": model.to_dict()}, model=trained, inputs=inputs)

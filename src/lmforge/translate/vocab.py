@@ -7,17 +7,24 @@ Output: {translate.tokenizer_dir}/tokenizer.json; {reports}/tokenizer.json with 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from lmforge.io import atomic_path, write_json
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.tokenizer.builders import train_tokenizer
 from lmforge.tokenizer.config import Kind, TokenizerConfig
 from lmforge.tokenizer.specials import load_tokenizer
-from lmforge.translate.config import tokenizer_file
+from lmforge.translate.config import (
+    PairsConfig,
+    TranslateConfig,
+    pairs_config,
+    tokenizer_file,
+    translate_config,
+)
 from lmforge.translate.pairs import read_split
 
 
@@ -33,7 +40,15 @@ def lengths(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
     return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
-def run(plan: Plan) -> StageResult:
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class VocabPlan(Plan):
+    """The `translate_tokenizer` stage's plan."""
+
+    pairs: PairsConfig = read(pairs_config)
+    translate: TranslateConfig = read(translate_config)
+
+
+def run(plan: VocabPlan) -> StageResult:
     pairs, translate = plan.pairs, plan.translate
     train = read_split(pairs.out_dir, "train")
     tokenizer = learn(train, translate.vocab_size, translate.min_frequency)

@@ -19,7 +19,7 @@ from typing import Any
 
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, write_json, write_text
-from lmforge.stage import Plan, StageResult
+from lmforge.stage import Plan, StageResult, read
 from lmforge.structured import Group
 
 
@@ -98,7 +98,14 @@ def plot(runs: dict[str, dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def run(plan: Plan) -> StageResult:
+@dataclass(frozen=True, kw_only=True, eq=False)
+class WarmupPlan(Plan):
+    """The `translate_warmup` stage's plan."""
+
+    warmup_summary: WarmupSummaryConfig = read(warmup_summary_config)
+
+
+def run(plan: WarmupPlan) -> StageResult:
     summary_cfg = plan.warmup_summary
     runs = {name: _read(Path(summary_cfg.runs_dir) / name) for name in summary_cfg.runs}
     arms: dict[str, list[str]] = {}

@@ -50,9 +50,25 @@ class Embeddings(nn.Module):
         return self.dropout(x)
 
 
+class ValueEmbeddings(nn.Module):
+    """`value_embeddings` tables of one row per token, each as wide as the attention's values
+    (n_kv_heads * head_dim); `ModelConfig.value_table` says which layer reads which table."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        width = config.kv_heads * config.head_size
+        self.tables = nn.ModuleList(
+            nn.Embedding(config.vocab_size, width) for _ in range(config.value_embeddings)
+        )
+
+    def forward(self, input_ids: torch.Tensor) -> list[torch.Tensor]:  # (B, T) -> [(B, T, width)] per table
+        return [table(input_ids) for table in self.tables]
+
+
 class LMHead(nn.Module):
     """Vocabulary projection; with `head_transform` first dense + activation + norm (BERT's MLM head);
-    with `scale_output` the hidden state is first multiplied by d_model^-0.5 (T5 with tied embeddings).
+    with `scale_output` the hidden state is first multiplied by d_model^-0.5 (T5 with tied embeddings);
+    with `logit_softcap` c the logits are c * tanh(logits / c) (Gemma 2).
 
     `predict_mask` (B, T) restricts the projection to selected positions (sparse MLM prediction): the
     result is (N, V) for the N selected positions, in row-major order.
@@ -69,6 +85,7 @@ class LMHead(nn.Module):
         else:
             self.transform = None
         self.scale = config.d_model**-0.5 if config.scale_output else None
+        self.softcap = config.logit_softcap  # logits = c * tanh(logits / c) when set
         self.proj = nn.Linear(config.d_model, config.vocab_size, bias=config.head_bias)
         if config.tie_embeddings:
             self.proj.weight = embedding.weight
@@ -80,7 +97,8 @@ class LMHead(nn.Module):
             hidden = hidden * self.scale
         if self.transform is not None:
             hidden = self.transform(hidden)
-        return self.proj(hidden)
+        logits = self.proj(hidden)
+        return logits if self.softcap is None else self.softcap * torch.tanh(logits / self.softcap)
 
 
 class _Activation(nn.Module):

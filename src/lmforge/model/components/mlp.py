@@ -18,6 +18,7 @@ ACTIVATIONS = {
     Activation.gelu_tanh: functools.partial(F.gelu, approximate="tanh"),
     Activation.swiglu: F.silu,
     Activation.geglu: functools.partial(F.gelu, approximate="tanh"),
+    Activation.relu2: lambda x: F.relu(x).square(),
 }
 GATED = {Activation.swiglu, Activation.geglu}
 
