@@ -25,6 +25,10 @@ runs the sweep is never relocked across a byte change to those files. The others
 rewritten pipelines/experiments/dvc.lock is data of the root `findings` stage: rerun it after
 (`dvc repro -s findings`, seconds).
 
+What it still does that DVC and `make status` cannot: spare the default pipeline, which is rerun at
+every commit, a rerun after a change that provably moves no output. The experiments no longer need it:
+they may lag the code, marked stale, until `make catch-up` reruns them (docs/pipeline.md#landing-in-steps).
+
     python -m scripts.relock                  # against HEAD: record what is proven, list the rest
     python -m scripts.relock --base 0c48e64   # against another commit
     python -m scripts.relock --dry-run        # list only

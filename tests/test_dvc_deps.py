@@ -301,18 +301,40 @@ EXPERIMENTS = "pipelines/experiments/dvc.yaml"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["dvc.yaml", EXPERIMENTS])
-def test_dvc_lock_records_the_current_code_and_config(tmp_path, pipeline):
+def test_dvc_lock_records_the_current_code_and_config(tmp_path):
+    """The default pipeline is fresh at every commit: its lock records today's code and config."""
     stale = {
         stage: paths
         for stage, paths in code_status(copy_repository(tmp_path / "repo")).items()
-        if stage.startswith(EXPERIMENTS) == (pipeline == EXPERIMENTS)
+        if not stage.startswith(EXPERIMENTS)
     }
     if stale:
         lines = [
             f"dvc.lock is stale for {stage}: {', '.join(sorted(paths))}" for stage, paths in stale.items()
         ]
         pytest.fail("; run dvc repro and commit dvc.lock\n".join([*lines, ""]), pytrace=False)
+
+
+@pytest.mark.slow
+def test_every_stale_experiment_is_marked_where_its_numbers_are_read(tmp_path):
+    """The experiments may lag the code, never silently: stale.json (which `findings` reads) and the
+    docs' blocks say what `make status` computes from the locks and the code, in a clean copy."""
+    from lmforge.freshness import marks
+    from lmforge.freshness.status import compute
+
+    repo = copy_repository(tmp_path / "repo")
+    status = compute(repo)
+    assert not [o.id for o in status.owed if not o.id.startswith(EXPERIMENTS)], "the default pipeline lags"
+    wrong = marks.out_of_date(repo, status)
+    assert not wrong, f"stale marks out of date in {wrong}: run `make status WRITE=1` and commit"
+    # findings.md comes from the current stale.json (a dep of `findings`: the default lock test pins
+    # it), and shows each mark it read
+    lagging = json.loads((ROOT / marks.STALE_FILE).read_text())["stages"]
+    findings = json.loads((ROOT / "reports/findings.json").read_text())["claims"]
+    report = (ROOT / "reports/findings.md").read_text()
+    for key, claim in findings.items():
+        for stage, mark in claim["stale"].items():
+            assert lagging[stage]["mark"] == mark and f"**Stale** (`{stage}`): {mark}." in report, key
 
 
 def readers(path: str) -> set[str]:
@@ -358,6 +380,49 @@ def test_dvc_status_reruns_exactly_the_stages_that_read_an_edit(tmp_path):
         assert set(changed) == expected, f"{edited}: reran {sorted(changed)}, expected {sorted(expected)}"
         wrong = {s: p for s, p in changed.items() if not all(covers(repo / d, path) for d in p)}
         assert not wrong, f"{edited}: other deps changed too: {wrong}"
+
+
+@pytest.mark.slow
+def test_a_training_change_lands_with_the_default_fresh_and_the_experiments_marked(tmp_path):
+    """Issue 77's landing in steps, in a scratch copy: edit training code, rerun the default pipeline
+    (its stages relocked here, as a comment changes no output), `make status WRITE=1`; then the
+    default pipeline owes nothing, every experiment that reads the file is owed and marked with its
+    commit in stale.json, findings.md and the docs, and `make status` prints the hours it costs."""
+    from lmforge.freshness import marks
+    from lmforge.freshness.status import compute
+
+    repo = copy_repository(tmp_path / "repo")
+    edited = "src/lmforge/training/objectives.py"
+    (repo / edited).write_text((repo / edited).read_text() + "\n# an edit\n")
+    default = {s for s in readers(edited) if not s.startswith(EXPERIMENTS)}
+    experiments = {s for s in readers(edited) if s.startswith(EXPERIMENTS)}
+    assert default and experiments
+    record_code_deps(repo, only=default)  # as `make repro` would, after rerunning them
+    out = subprocess.run(
+        [sys.executable, "-m", "lmforge.freshness", "status", "--write"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "A catch-up costs" in out.stdout and " h on this machine" in out.stdout
+    status = compute(repo)
+    assert not [o.id for o in status.owed if not o.id.startswith(EXPERIMENTS)]
+    assert code_status(repo).keys() <= {s for s in stages(current_experiment()) if s.startswith(EXPERIMENTS)}
+    assert marks.out_of_date(repo, status) == []
+    stale = json.loads((repo / marks.STALE_FILE).read_text())["stages"]
+    for sid in experiments:
+        entry = stale[sid.split(":", 1)[1]]
+        assert edited in entry["changed"] or entry["measured_at"] is None, sid
+        assert entry["mark"].startswith("stale: "), sid
+        assert sid in out.stdout
+    findings = json.loads((repo / "reports/findings.json").read_text())["claims"]
+    report = (repo / "reports/findings.md").read_text()
+    marked = {stage for claim in findings.values() for stage in claim["stale"]}
+    assert marked and marked <= set(stale)
+    assert all(f"**Stale** (`{stage}`): {stale[stage]['mark']}." in report for stage in marked)
+    assert marks.BEGIN in (repo / "docs/fine-tuning.md").read_text()
 
 
 @pytest.mark.slow

@@ -88,12 +88,16 @@ def test_every_column_of_every_curve_is_drawn_a_line_per_seed(name):
     written = {p for p in plots if not p.endswith("/curves")}
     folders = {p for p in plots if p.endswith("/curves")}
     shown = drawn(pipeline, plots)
+    stale = json.loads((ROOT / "pipelines/experiments/stale.json").read_text())["stages"]
+    lagging = [out for stage in stale.values() for out in stage["outs"]]
     missing = []
     for path, columns in shown.items():
         by_a_stage = path in written or str(Path(path).parent) in folders
         assert by_a_stage, f"{name}: a panel names {path}, which no stage writes"
         if not (ROOT / path).is_file():
             continue  # its stage has not run yet: nothing to check
+        if any(path == o or path.startswith(o.rstrip("/") + "/") for o in lagging):
+            continue  # written by an experiment that lags the code (stale.json): an older config's columns
         with open(ROOT / path) as f:
             header = next(csv.reader(f))
         assert INDEX <= set(header), f"{path}: {header}"

@@ -13,7 +13,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from helpers import CONF, entry_stage, fails_in_one_line
-from lmforge.induction.data import RepeatedSpans, repeat_span
+from lmforge.induction.data import RepeatedSpans, SyntheticRepeats, repeat_span
 from lmforge.induction.summary import verdict
 
 
@@ -126,7 +126,37 @@ def test_induction_stages_end_to_end(in_workspace):
         report["shares"][0]["max_induction_score"][0]
     )
     assert Path("reports/induction/induction.png").is_file()
-    assert "| 50% | 2 | 6 |" in Path("reports/induction/summary.md").read_text()
+    assert "| 50% repeated | 2 | 6 |" in Path("reports/induction/summary.md").read_text()
+
+
+def test_the_synthetic_task_trains_and_summarises_apart(in_workspace):
+    runs = "reports/induction/synthetic/runs"
+    cfg = induction_config(
+        "induction.name=classic", "induction.data=synthetic", "induction.synthetic_vocab=20",
+        "induction.seeds=[0]", f"induction.runs_dir={runs}",
+    )  # fmt: skip
+    entry_stage("induction")(cfg)
+    metrics = json.loads((Path(runs) / "classic/metrics.json").read_text())
+    assert metrics["data"] == "synthetic" and metrics["repeat_share"] == 1.0
+    out = "reports/induction/synthetic"
+    entry_stage("induction_summary")(
+        induction_config(f"induction.runs_dir={runs}", f"induction.out_dir={out}")
+    )
+    assert "| synthetic task | 1 | 6 |" in Path(out, "summary.md").read_text()
+    assert Path(out, "induction.png").is_file()
+
+
+def test_synthetic_windows_repeat_their_first_half_and_are_drawn_from_seed_draw_and_window():
+    data = SyntheticRepeats(n=10, length=16, low=5, high=9, bos=1, seed=0)
+    ids = data[3]["input_ids"]
+    assert ids.shape == (16,) and ids[0] == 1 and ids.dtype == torch.long
+    assert torch.equal(ids[9:16], ids[1:8])  # [BOS, h_1..h_8, h_1..h_7]: the second half cut to the window
+    assert ((ids[1:] >= 5) & (ids[1:] < 9)).all()
+    assert torch.equal(data.item(3, 0)["input_ids"], ids) and not torch.equal(
+        data.item(3, 1)["input_ids"], ids
+    )
+    with pytest.raises(ValueError, match="token range"):
+        SyntheticRepeats(n=1, length=8, low=5, high=6, bos=1, seed=0)
 
 
 def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):

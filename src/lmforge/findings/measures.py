@@ -406,7 +406,12 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
         )
         parts.append(
             Part(
-                f"attention-only induction heads at {row['repeat_share']:.0%} repeated windows",
+                "attention-only induction heads "
+                + (
+                    f"on the {label}"
+                    if (label := row.get("label", "")) == "synthetic task"
+                    else f"at {row['repeat_share']:.0%} repeated windows"
+                ),
                 {"score": score, "threshold": study["threshold"]},
                 note=f"best head's score at step {row['steps']} {score.show(signed=False)} over "
                 f"{len(row['seeds'])} seeds (threshold {study['threshold']}; first above it at step: {first})",

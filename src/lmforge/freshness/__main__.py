@@ -26,6 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "dvc.yaml").is_file():
         print(f"{root}: no dvc.yaml here; run from the repository root", file=sys.stderr)
         return 2
+    try:
+        return dispatch(args, root)
+    except RuntimeError as err:  # DVC refused (another `dvc repro` holds the lock, a broken dvc.yaml)
+        print(err, file=sys.stderr)
+        return 1
+
+
+def dispatch(args: argparse.Namespace, root: Path) -> int:
     if args.command == "status":
         if args.write:
             code = refresh(root)

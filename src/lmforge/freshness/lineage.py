@@ -166,7 +166,8 @@ def code_changes(root: Path) -> dict[str, list[str]]:
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
     out = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=900, env=env)
     if out.returncode != 0:
-        raise RuntimeError(f"dvc status failed: {(out.stdout + out.stderr)[-2000:]}")
+        said = [line for line in (out.stderr + out.stdout).splitlines() if line.strip()]
+        raise RuntimeError(f"dvc status failed: {said[0] if said else f'exit {out.returncode}'}")
     changed: dict[str, set[str]] = {}
     for sid, entries in json.loads(out.stdout or "{}").items():
         for entry in entries:

@@ -128,4 +128,3 @@ def out_of_date(root: Path, status: Status) -> list[str]:
             if with_block(text, docs_block(text, status)) != text:
                 wrong.append(page.relative_to(root).as_posix())
     return wrong
-

@@ -40,8 +40,14 @@ def timed(command: list[str], root: Path, limit: float | None = None) -> Outcome
     next one (or the end); stop the whole process group after `limit` seconds."""
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     process = subprocess.Popen(
-        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-        start_new_session=True, env=env,
+        command,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+        env=env,
     )
     outcome = Outcome(0)
     current, began = None, time.monotonic()
@@ -110,7 +116,11 @@ def repro(root: Path, targets: list[str]) -> int:
     commit = commit_of(root)
     outcome = timed([sys.executable, "-m", "dvc", "repro", *targets], root)
     lineage = load(root)
-    updates = {sid: {**certified(lineage, sid, commit), "seconds": s, "at_least": False} for sid, s in outcome.seconds.items() if sid in lineage.stages}
+    updates = {
+        sid: {**certified(lineage, sid, commit), "seconds": s, "at_least": False}
+        for sid, s in outcome.seconds.items()
+        if sid in lineage.stages
+    }
     if outcome.code == 0:  # every stage of the pipeline is now current: its inputs are today's
         for sid in lineage.stages:
             if pipeline_of(sid) == "dvc.yaml" and sid not in updates and sid in lineage.locks and not targets:
@@ -153,7 +163,10 @@ def catch_up(root: Path, budget: float) -> int:
         if remaining < 1:
             left_out[owed.id] = "no budget left"
             continue
-        print(f"catch-up: {owed.id} ({minutes(owed.seconds, owed.at_least)}; {remaining / 60:.1f} min left)", flush=True)
+        print(
+            f"catch-up: {owed.id} ({minutes(owed.seconds, owed.at_least)}; {remaining / 60:.1f} min left)",
+            flush=True,
+        )
         commit = commit_of(root)
         outcome = timed([sys.executable, "-m", "dvc", "repro", owed.id], root, limit=remaining)
         lineage = load(root)
@@ -166,14 +179,21 @@ def catch_up(root: Path, budget: float) -> int:
                 updates[sid] = {**certified(lineage, sid, commit), "seconds": seconds, "at_least": False}
             elif outcome.stopped:  # stopped at the budget: it needs more than it had
                 updates[sid] = {"seconds": seconds, "at_least": True}
+        if outcome.code == 0 and owed.id not in outcome.seconds and owed.id in lineage.stages:
+            # DVC found it current (what changed under it did not change the file it reads)
+            updates[owed.id] = {"inputs": lineage.inputs_of(owed.id)}
         save(root, lineage, updates)
         if outcome.code == 0:
             ran.append(owed.id)
         else:
             failed += 1
-            left_out[owed.id] = "stopped at the budget" if outcome.stopped else f"failed (exit {outcome.code})"
+            left_out[owed.id] = (
+                "stopped at the budget" if outcome.stopped else f"failed (exit {outcome.code})"
+            )
     refresh(root)
-    print(f"catch-up ran {len(ran)} stages in {(time.monotonic() - start) / 60:.1f} min: {', '.join(ran) or 'none'}")
+    print(
+        f"catch-up ran {len(ran)} stages in {(time.monotonic() - start) / 60:.1f} min: {', '.join(ran) or 'none'}"
+    )
     for sid, why in left_out.items():
         print(f"  left: {sid}: {why}")
     print(render(compute(root)))

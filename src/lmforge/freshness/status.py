@@ -19,7 +19,9 @@ from lmforge.freshness.lineage import CODE, Lineage, code_changes, load, out_md5
 @dataclass
 class Owed:
     id: str
-    changed: list[str] = field(default_factory=list)  # what changed since it ran ("never run" for a new stage)
+    changed: list[str] = field(
+        default_factory=list
+    )  # what changed since it ran ("never run" for a new stage)
     after: list[str] = field(default_factory=list)  # owed stages whose outputs it reads
     measured_at: str | None = None  # the commit its lock entry certifies
     seconds: float | None = None  # its last run's duration (None: never timed)
@@ -132,7 +134,11 @@ def render(status: Status) -> str:
         timed = len(status.owed) - len(status.untimed)
         lines.append(
             f"A catch-up costs {status.hours:.1f} h on this machine's recorded durations ({timed} stages timed"
-            + (f"; {len(status.untimed)} never timed, which a catch-up times as it runs them)" if status.untimed else ")")
+            + (
+                f"; {len(status.untimed)} never timed, which a catch-up times as it runs them)"
+                if status.untimed
+                else ")"
+            )
         )
     if status.not_built:
         lines.append(

@@ -16,6 +16,12 @@ class InductionConfig:
     repeat_share: float = 0.0
     min_span: int = 8
     max_span: int = 32
+    # what the model trains on: "text" (the corpus, `repeat_share` of its windows with a copied span) or
+    # "synthetic", the classic task: random tokens whose second half repeats the first (Olsson et al.
+    # 2022), each window fresh from (seed, draw, window), tokens drawn from the first `synthetic_vocab`
+    # non-special ids (0: all of them)
+    data: str = "text"
+    synthetic_vocab: int = 0
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # one training run per seed
     probe_every: int = 50  # optimizer steps between probes (and at step 0 and the last step)
     induction_sequences: int = 64  # random-token sequences repeated twice (lmforge.interpret.induction)
@@ -37,6 +43,12 @@ class InductionConfig:
             raise ConfigError(
                 f"induction.min_span: got {self.min_span} and max_span {self.max_span}, "
                 "expected 1 <= min_span <= max_span"
+            )
+        if self.data not in ("text", "synthetic"):
+            raise ConfigError(f"induction.data: got {self.data!r}, expected 'text' or 'synthetic'")
+        if self.synthetic_vocab < 0 or self.synthetic_vocab == 1:
+            raise ConfigError(
+                f"induction.synthetic_vocab: got {self.synthetic_vocab}, expected 0 (every token) or >= 2"
             )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ConfigError(f"induction.seeds: got {self.seeds}, expected distinct integers")

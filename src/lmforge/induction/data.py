@@ -5,6 +5,9 @@ starting at a is copied over the tokens at b >= a + L. Predicting the copy's tok
 induction head does: find the earlier occurrence of the current token, copy the token after it. Which
 windows repeat, and where, is drawn from (seed, draw, window), like every other random draw of the
 pipeline's data, so a resumed or repeated run sees the same windows.
+
+The classic synthetic task (`SyntheticRepeats`) replaces the text: each window is a BOS/EOS token and
+random tokens whose second half repeats the first, the layout of the probe's own sequences.
 """
 
 from __future__ import annotations
@@ -52,16 +55,56 @@ class RepeatedSpans(Dataset):
         return item
 
 
+class SyntheticRepeats(Dataset):
+    """`n` windows of `length` tokens: `bos`, then L = length // 2 tokens drawn from [low, high), then
+    the same tokens again (cut to the window), drawn afresh from (seed, draw, window)."""
+
+    def __init__(self, n: int, length: int, low: int, high: int, bos: int, seed: int) -> None:
+        if not 0 <= low < high - 1:
+            raise ValueError(
+                f"SyntheticRepeats: got token range [{low}, {high}), expected two tokens or more"
+            )
+        self.n, self.length, self.low, self.high, self.bos, self.seed = n, length, low, high, bos, seed
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.item(index, 0)
+
+    def item(self, index: int, draw: int) -> dict[str, Any]:
+        rng = np.random.default_rng([self.seed, draw, index])
+        half = rng.integers(self.low, self.high, self.length // 2)
+        ids = np.concatenate([[self.bos], half, half])[: self.length]
+        return {"input_ids": torch.from_numpy(ids.astype(np.int64)), "index": index}
+
+
 class RepeatDataModule(PretrainDataModule):
     """Pretraining's data module whose training split goes through `RepeatedSpans`; the validation and
     test splits stay natural text."""
 
-    def __init__(self, *args: Any, share: float, min_span: int, max_span: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        share: float,
+        min_span: int,
+        max_span: int,
+        synthetic: tuple[int, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.share, self.min_span, self.max_span = share, min_span, max_span
+        self.synthetic = synthetic  # (low, high): the token ids of the synthetic task; None: the text
 
     def dataset(self, split: str) -> Dataset:
         if split == "train" and split not in self.datasets:
             natural = super().dataset(split)
-            self.datasets[split] = RepeatedSpans(natural, self.share, self.min_span, self.max_span, self.seed)
+            if self.synthetic is not None:  # as many windows per epoch as the text has, of its length
+                low, high = self.synthetic
+                n, length = len(natural), self.train.seq_len  # type: ignore[arg-type]
+                self.datasets[split] = SyntheticRepeats(n, length, low, high, self.specials.eos, self.seed)
+            else:
+                self.datasets[split] = RepeatedSpans(
+                    natural, self.share, self.min_span, self.max_span, self.seed
+                )
         return super().dataset(split)

@@ -2,7 +2,8 @@
 
 `run` (pipelines/induction.py, DVC `induction@<name>`): the pretraining recipe the command line
 composes (the attention-only decoder by default), trained once per seed of `induction.seeds` on windows
-of which `induction.repeat_share` repeat an earlier span (`lmforge.induction.data`), probed every
+of which `induction.repeat_share` repeat an earlier span, or on the synthetic task of random tokens
+repeated (`induction.data`; `lmforge.induction.data`), probed every
 `induction.probe_every` steps (`lmforge.induction.probe`). Writes {runs_dir}/{name}/curve.csv (one
 row per seed and probe) and metrics.json. No checkpoint is kept: the study's outputs are the curves,
 which `lmforge.induction.summary` turns into the table and figure.
@@ -76,10 +77,17 @@ def run(plan: InductionPlan) -> StageResult:
         )
     eos = job.specials.eos
     n_special = len(load_tokenizer(job.tokenizer_file).get_added_tokens_decoder())  # the first ids
-    sequences = repeated_sequences(
-        cfg.induction_sequences, cfg.induction_length, n_special, job.vocab_size, eos, 0
-    )
     windows = text_windows(job.encoded_dir, seq_len, eos, cfg.icl_windows, job.train.batch_size)
+    high = n_special + cfg.synthetic_vocab if cfg.synthetic_vocab else job.vocab_size
+    if high > job.vocab_size:
+        raise ConfigError(
+            f"induction.synthetic_vocab: got {cfg.synthetic_vocab}, expected at most the "
+            f"{job.vocab_size - n_special} non-special tokens of the tokenizer"
+        )
+    synthetic = (n_special, high) if cfg.data == "synthetic" else None
+    # the probe's random tokens: the synthetic task's own, else the whole vocabulary
+    low_high = synthetic or (n_special, job.vocab_size)
+    sequences = repeated_sequences(cfg.induction_sequences, cfg.induction_length, *low_high, eos, 0)
     positions = (cfg.early_position, cfg.late_position, cfg.band)
 
     rows: list[dict[str, Any]] = []
@@ -95,6 +103,7 @@ def run(plan: InductionPlan) -> StageResult:
             share=cfg.repeat_share,
             min_span=cfg.min_span,
             max_span=cfg.max_span,
+            synthetic=synthetic,
         )
         module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
@@ -113,7 +122,8 @@ def run(plan: InductionPlan) -> StageResult:
     write_text(out / "curve.csv", _csv(rows))
     finals = {seed: [r for r in rows if r["seed"] == seed][-1] for seed in cfg.seeds}
     metrics = {
-        "repeat_share": cfg.repeat_share,
+        "repeat_share": 1.0 if cfg.data == "synthetic" else cfg.repeat_share,
+        "data": cfg.data,
         "steps": job.trainer.max_steps,
         "seeds": len(cfg.seeds),
         **{f"max_induction_score_seed{s}": r["max_induction_score"] for s, r in finals.items()},

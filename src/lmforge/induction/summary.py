@@ -28,13 +28,15 @@ def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
     for folder in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
         if not (folder / "curve.csv").is_file() or not (folder / "metrics.json").is_file():
             raise DataError(f"{folder}: expected curve.csv and metrics.json (run pipelines/induction.py)")
-        share = json.loads((folder / "metrics.json").read_text())["repeat_share"]
+        metrics = json.loads((folder / "metrics.json").read_text())
+        share = metrics["repeat_share"]
+        label = "synthetic task" if metrics.get("data") == "synthetic" else f"{share:.0%} repeated"
         with (folder / "curve.csv").open() as f:
             rows = list(csv.DictReader(f))
         curve: dict[int, list[dict[str, float]]] = {}
         for row in rows:
             curve.setdefault(int(row["seed"]), []).append({k: float(v) for k, v in row.items()})
-        found[folder.name] = {"share": share, "curve": curve}
+        found[folder.name] = {"share": share, "label": label, "curve": curve}
     if not found:
         raise DataError(f"{runs_dir}: no induction runs, expected folders written by pipelines/induction.py")
     return dict(sorted(found.items(), key=lambda item: item[1]["share"]))
@@ -77,6 +79,7 @@ def summarise(plan: InductionSummaryPlan) -> StageResult:
             {
                 "name": name,
                 "repeat_share": run_["share"],
+                "label": run_["label"],
                 "seeds": sorted(finals),
                 "steps": int(next(iter(finals.values()))["step"]),
                 "max_induction_score": [score, low, high],
@@ -112,7 +115,7 @@ def _markdown(report: dict[str, Any]) -> str:
         f"A head forms when the 95% interval over seeds of the final best-head score lies above {report['threshold']};",
         "it does not when the interval lies below; otherwise not identified.",
         "",
-        "| repeated windows | seeds | steps | best-head induction score (95% interval) | verdict | first step above threshold, by seed | copy-loss gain (nats) | ICL score (nats) |",
+        "| training windows | seeds | steps | best-head induction score (95% interval) | verdict | first step above threshold, by seed | copy-loss gain (nats) | ICL score (nats) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in report["shares"]:
@@ -120,30 +123,23 @@ def _markdown(report: dict[str, Any]) -> str:
             "never" if s is None else str(s) for s in row["first_step_above_threshold"].values()
         )
         lines.append(
-            f"| {row['repeat_share']:.0%} | {len(row['seeds'])} | {row['steps']} | {_fmt(row['max_induction_score'])} | "
+            f"| {row['label']} | {len(row['seeds'])} | {row['steps']} | {_fmt(row['max_induction_score'])} | "
             f"{row['verdict']} | {first} | {_fmt(row['repeat_gain'], 2)} | {_fmt(row['icl_score'], 3)} |"
         )
     return "\n".join(lines) + "\n"
 
 
 def _figure(runs: dict[str, dict[str, Any]], threshold: float, out: Path) -> Path:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), dpi=100)
+    """Per step, one line per seed: the best head's induction score, the copy-loss gain on the probe's
+    repeated random tokens, and the ICL score on natural text."""
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4), dpi=100)
+    panels = ((left, "max_induction_score"), (middle, "repeat_gain"), (right, "icl_score"))
     for i, run_ in enumerate(runs.values()):
-        color = f"C{i}"
         for j, rows in enumerate(run_["curve"].values()):
-            label = f"{run_['share']:.0%} repeated" if j == 0 else None
             steps = [r["step"] for r in rows]
-            left.plot(
-                steps,
-                [r["max_induction_score"] for r in rows],
-                color=color,
-                alpha=0.8,
-                label=label,
-                linewidth=1,
-            )
-            right.plot(
-                steps, [r["icl_score"] for r in rows], color=color, alpha=0.8, label=label, linewidth=1
-            )
+            for ax, key in panels:
+                label = run_["label"] if j == 0 else None
+                ax.plot(steps, [r[key] for r in rows], color=f"C{i}", alpha=0.8, label=label, linewidth=1)
     left.axhline(threshold, color="grey", linestyle=":", label="threshold")
     left.set(
         xlabel="training step",
@@ -151,9 +147,15 @@ def _figure(runs: dict[str, dict[str, Any]], threshold: float, out: Path) -> Pat
         title="induction score (one line per seed)",
         ylim=(0, 1),
     )
+    middle.axhline(0, color="grey", linestyle=":")
+    middle.set(
+        xlabel="training step",
+        ylabel="first copy's loss - second's (nats)",
+        title="copy-loss gain on repeated random tokens",
+    )
     right.axhline(0, color="grey", linestyle=":")
     right.set(xlabel="training step", ylabel="ICL score (nats)", title="in-context learning on natural text")
-    for ax in (left, right):
+    for ax in (left, middle, right):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return save_figure(fig, out)
