@@ -29,11 +29,14 @@ class MissingEvidence(Exception):
 
 class Evidence:
     def __init__(
-        self, reports_dir: str | Path, experiments_lock: str | Path, experiments_stale: str | Path
+        self,
+        reports_dir: str | Path,
+        experiments_lock: str | Path,
+        experiments_stale: str | Path | None = None,
     ) -> None:
         self.reports = Path(reports_dir)
         self.pinned = pinned_outputs(Path(experiments_lock))
-        self.lagging = stale_stages(Path(experiments_stale))
+        self.lagging = stale_stages(Path(experiments_stale)) if experiments_stale is not None else {}
         self.read: list[str] = []  # every report read, in order, for the report's provenance list
         self.stale: dict[str, str] = {}  # stage -> its mark, for the stale reports read since the last reset
 

@@ -72,7 +72,7 @@ def run(plan: FindingsPlan) -> StageResult:
     write_text(out, markdown(findings, stale, evidence, out))
     metrics = {f"claims_{v.replace(' ', '_')}": float(n) for v, n in record["counts"].items()}
     metrics |= {f"parts_{v.replace(' ', '_')}": float(n) for v, n in record["part_counts"].items()}
-    metrics["claims_stale"] = float(sum(bool(s) for s in stale.values()))
+    metrics["stale_claims"] = float(sum(bool(s) for s in stale.values()))  # beside the verdicts' counts
     own = sorted(str(f.figure) for f in findings.values() if f.figure and Path(f.figure).parent == figures)
     files = [str(out), str(out.with_suffix(".json")), *own]  # other stages' figures are only linked
     return StageResult(metrics, files)

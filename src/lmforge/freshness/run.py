@@ -38,7 +38,8 @@ class Outcome:
 def timed(command: list[str], root: Path, limit: float | None = None) -> Outcome:
     """Run `command`, echo its output, and time each DVC stage from its "Running stage" line to the
     next one (or the end); stop the whole process group after `limit` seconds."""
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    # unbuffered: each line must arrive when DVC writes it, or the stages' times run together
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         command,
         cwd=root,

@@ -132,14 +132,16 @@ def render(status: Status) -> str:
             at = f", measured at {o.measured_at}" if o.measured_at else ""
             lines.append(f"  {o.id}  [{minutes(o.seconds, o.at_least)}{at}]  {why}")
         timed = len(status.owed) - len(status.untimed)
-        lines.append(
-            f"A catch-up costs {status.hours:.1f} h on this machine's recorded durations ({timed} stages timed"
-            + (
-                f"; {len(status.untimed)} never timed, which a catch-up times as it runs them)"
-                if status.untimed
-                else ")"
+        if status.untimed:
+            lines.append(
+                f"A catch-up costs at least {status.hours:.1f} h on this machine: the {timed} stages timed "
+                f"here add up to that, and {len(status.untimed)} were never timed (a catch-up times each "
+                "as it runs it)"
             )
-        )
+        else:
+            lines.append(
+                f"A catch-up costs {status.hours:.1f} h on this machine ({timed} stages, as last timed)"
+            )
     if status.not_built:
         lines.append(
             f"Not built on this machine, nothing changed (not owed; built when an owed stage needs it): "
