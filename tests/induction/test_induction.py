@@ -103,7 +103,9 @@ def test_induction_stages_end_to_end(in_workspace):
         )
         result = entry_stage("induction")(cfg)
         folder = Path("reports/induction/runs") / name
-        assert json.loads((folder / "metrics.json").read_text()) == pytest.approx(result.metrics)
+        written = json.loads((folder / "metrics.json").read_text())
+        assert written.pop("data") == "text" and written == pytest.approx(result.metrics)
+        assert all(isinstance(v, float | int) for v in result.metrics.values())  # what MLflow logs
         with (folder / "curve.csv").open() as f:
             rows = list(csv.DictReader(f))
         assert [(int(r["seed"]), int(r["step"])) for r in rows] == [(s, t) for s in (0, 1) for t in (0, 3, 6)]
@@ -146,17 +148,30 @@ def test_the_synthetic_task_trains_and_summarises_apart(in_workspace):
     assert Path(out, "induction.png").is_file()
 
 
-def test_synthetic_windows_repeat_their_first_half_and_are_drawn_from_seed_draw_and_window():
-    data = SyntheticRepeats(n=10, length=16, low=5, high=9, bos=1, seed=0)
+def test_synthetic_windows_copy_a_span_of_random_tokens_and_are_drawn_from_seed_draw_and_window():
+    data = SyntheticRepeats(n=10, length=33, low=5, high=5000, bos=1, seed=0, min_span=4, max_span=8)
+    spans = set()
+    for index in range(10):
+        ids = data[index]["input_ids"]
+        assert ids.shape == (33,) and ids[0] == 1 and ids.dtype == torch.long
+        assert ((ids[1:] >= 5) & (ids[1:] < 5000)).all()
+        body = ids[1:].tolist()
+        copies = [  # (a, b, L): body[b:b+L] == body[a:a+L], the longest copy of 4 or more tokens
+            (a, b, n)
+            for n in range(8, 3, -1)
+            for a in range(len(body) - n)
+            for b in range(a + n, len(body) - n + 1)
+            if body[a : a + n] == body[b : b + n]
+        ]
+        assert copies, body  # random draws from 4,995 tokens repeat 4 in a row only by the copy
+        spans.add(copies[0][1] - copies[0][0])
+    assert len(spans) > 3  # the distance varies: no fixed offset predicts the copy
     ids = data[3]["input_ids"]
-    assert ids.shape == (16,) and ids[0] == 1 and ids.dtype == torch.long
-    assert torch.equal(ids[9:16], ids[1:8])  # [BOS, h_1..h_8, h_1..h_7]: the second half cut to the window
-    assert ((ids[1:] >= 5) & (ids[1:] < 9)).all()
     assert torch.equal(data.item(3, 0)["input_ids"], ids) and not torch.equal(
         data.item(3, 1)["input_ids"], ids
     )
     with pytest.raises(ValueError, match="token range"):
-        SyntheticRepeats(n=1, length=8, low=5, high=6, bos=1, seed=0)
+        SyntheticRepeats(n=1, length=8, low=5, high=6, bos=1, seed=0, min_span=2, max_span=3)
 
 
 def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):

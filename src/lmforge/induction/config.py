@@ -17,9 +17,8 @@ class InductionConfig:
     min_span: int = 8
     max_span: int = 32
     # what the model trains on: "text" (the corpus, `repeat_share` of its windows with a copied span) or
-    # "synthetic", the classic task: random tokens whose second half repeats the first (Olsson et al.
-    # 2022), each window fresh from (seed, draw, window), tokens drawn from the first `synthetic_vocab`
-    # non-special ids (0: all of them)
+    # "synthetic": random tokens (the first `synthetic_vocab` non-special ids; 0: all of them), every
+    # window with a span of [min_span, max_span] copied to a later place, fresh from (seed, draw, window)
     data: str = "text"
     synthetic_vocab: int = 0
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # one training run per seed

@@ -6,8 +6,8 @@ induction head does: find the earlier occurrence of the current token, copy the 
 windows repeat, and where, is drawn from (seed, draw, window), like every other random draw of the
 pipeline's data, so a resumed or repeated run sees the same windows.
 
-The classic synthetic task (`SyntheticRepeats`) replaces the text: each window is a BOS/EOS token and
-random tokens whose second half repeats the first, the layout of the probe's own sequences.
+The synthetic task (`SyntheticRepeats`) replaces the text with random tokens, every window carrying
+a copied span: nothing but copying predicts anything in it.
 """
 
 from __future__ import annotations
@@ -56,15 +56,21 @@ class RepeatedSpans(Dataset):
 
 
 class SyntheticRepeats(Dataset):
-    """`n` windows of `length` tokens: `bos`, then L = length // 2 tokens drawn from [low, high), then
-    the same tokens again (cut to the window), drawn afresh from (seed, draw, window)."""
+    """`n` windows of `length` tokens: `bos`, then random tokens from [low, high) in which a span of
+    [min_span, max_span] tokens is copied from an earlier place to a later one (`repeat_span`), drawn
+    afresh from (seed, draw, window). The copy's place and distance vary, so only matching content
+    predicts it: with the copy at a fixed distance (the probe's layout, the second half repeating the
+    first), a head that attends a fixed number of positions back would do (docs/findings.md)."""
 
-    def __init__(self, n: int, length: int, low: int, high: int, bos: int, seed: int) -> None:
+    def __init__(
+        self, n: int, length: int, low: int, high: int, bos: int, seed: int, min_span: int, max_span: int
+    ) -> None:
         if not 0 <= low < high - 1:
             raise ValueError(
                 f"SyntheticRepeats: got token range [{low}, {high}), expected two tokens or more"
             )
         self.n, self.length, self.low, self.high, self.bos, self.seed = n, length, low, high, bos, seed
+        self.min_span, self.max_span = min_span, max_span
 
     def __len__(self) -> int:
         return self.n
@@ -74,9 +80,9 @@ class SyntheticRepeats(Dataset):
 
     def item(self, index: int, draw: int) -> dict[str, Any]:
         rng = np.random.default_rng([self.seed, draw, index])
-        half = rng.integers(self.low, self.high, self.length // 2)
-        ids = np.concatenate([[self.bos], half, half])[: self.length]
-        return {"input_ids": torch.from_numpy(ids.astype(np.int64)), "index": index}
+        tokens = torch.from_numpy(rng.integers(self.low, self.high, self.length - 1).astype(np.int64))
+        body = repeat_span(tokens, rng, self.min_span, self.max_span)
+        return {"input_ids": torch.cat([torch.tensor([self.bos]), body]), "index": index}
 
 
 class RepeatDataModule(PretrainDataModule):
@@ -102,7 +108,9 @@ class RepeatDataModule(PretrainDataModule):
             if self.synthetic is not None:  # as many windows per epoch as the text has, of its length
                 low, high = self.synthetic
                 n, length = len(natural), self.train.seq_len  # type: ignore[arg-type]
-                self.datasets[split] = SyntheticRepeats(n, length, low, high, self.specials.eos, self.seed)
+                self.datasets[split] = SyntheticRepeats(
+                    n, length, low, high, self.specials.eos, self.seed, self.min_span, self.max_span
+                )
             else:
                 self.datasets[split] = RepeatedSpans(
                     natural, self.share, self.min_span, self.max_span, self.seed

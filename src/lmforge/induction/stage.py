@@ -123,7 +123,6 @@ def run(plan: InductionPlan) -> StageResult:
     finals = {seed: [r for r in rows if r["seed"] == seed][-1] for seed in cfg.seeds}
     metrics = {
         "repeat_share": 1.0 if cfg.data == "synthetic" else cfg.repeat_share,
-        "data": cfg.data,
         "steps": job.trainer.max_steps,
         "seeds": len(cfg.seeds),
         **{f"max_induction_score_seed{s}": r["max_induction_score"] for s, r in finals.items()},
@@ -131,7 +130,7 @@ def run(plan: InductionPlan) -> StageResult:
         **{f"repeat_gain_seed{s}": r["repeat_gain"] for s, r in finals.items()},
         **{f"loss_seed{s}": r["loss"] for s, r in finals.items()},
     }
-    write_json(out / "metrics.json", metrics)
+    write_json(out / "metrics.json", {**metrics, "data": cfg.data})  # MLflow takes the numbers alone
     artifacts = [str(out / "curve.csv"), str(out / "metrics.json")]
     return StageResult(
         metrics, artifacts, params={"model": job.model.to_dict()}, inputs=encoded_inputs(job.encoded_dir)
