@@ -97,34 +97,32 @@ def pages(root: Path) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def write(root: Path, status: Status) -> list[str]:
-    """Write stale.json and every page's block; returns the files that changed."""
-    changed = []
-    record = stale_record(status)
-    path = root / STALE_FILE
+def _differing(root: Path, status: Status) -> dict[str, str | dict]:
+    """{file: what it should hold} for each mark file that differs from what `status` says (stale.json:
+    its record; a page: its text)."""
+    wrong: dict[str, str | dict] = {}
+    record, path = stale_record(status), root / STALE_FILE
     if not path.is_file() or json.loads(path.read_text()) != record:
-        write_json(path, record)
-        changed.append(STALE_FILE)
-    for page in pages(root):
-        if not page.is_file():
-            continue
+        wrong[STALE_FILE] = record
+    for page in filter(Path.is_file, pages(root)):
         text = page.read_text()
         new = with_block(text, docs_block(text, status))
         if new != text:
-            write_text(page, new)
-            changed.append(page.relative_to(root).as_posix())
-    return changed
+            wrong[page.relative_to(root).as_posix()] = new
+    return wrong
 
 
 def out_of_date(root: Path, status: Status) -> list[str]:
-    """The files `write` would change: empty when every mark is current."""
-    wrong = []
-    path = root / STALE_FILE
-    if not path.is_file() or json.loads(path.read_text()) != stale_record(status):
-        wrong.append(STALE_FILE)
-    for page in pages(root):
-        if page.is_file():
-            text = page.read_text()
-            if with_block(text, docs_block(text, status)) != text:
-                wrong.append(page.relative_to(root).as_posix())
-    return wrong
+    """The mark files `write` would change: empty when every mark is current."""
+    return list(_differing(root, status))
+
+
+def write(root: Path, status: Status) -> list[str]:
+    """Write the mark files that are out of date; returns them."""
+    wrong = _differing(root, status)
+    for name, content in wrong.items():
+        if isinstance(content, dict):
+            write_json(root / name, content)
+        else:
+            write_text(root / name, content)
+    return list(wrong)
