@@ -36,10 +36,7 @@ what it writes.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import importlib
-import importlib.util
 import io
 import itertools
 import json
@@ -63,6 +60,7 @@ from omegaconf import OmegaConf
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from lmforge.codebase import OBSERVABILITY, import_closure, imported_names, module_file, observes  # noqa: F401
 from lmforge.io import write_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,10 +73,6 @@ PIPELINES = {
 }
 # generated file -> the repository root, relative to it (its stages' `wdir`: every stage runs there)
 ROOT_FROM = {target: Path(*[".."] * (len(Path(target).parts) - 1)).as_posix() for target in PIPELINES}
-# Modules that only observe a run (MLflow runs and their hierarchy, logged models and their serving
-# code, the registry, the sweep's cell runs): named once, here. They are no stage's deps, and the
-# walk does not follow their imports.
-OBSERVABILITY = ("lmforge.tracking", "lmforge.logged_model", "lmforge.serving")
 CODE = ("src", "conf", "pipelines")  # top folders of code and config; every other dep is data
 # `${a}`, `${a.b}`: a read of top-level key `a`; resolver calls such as `${oc.env:X}` hold a colon
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_]\w*)[^:{}]*\}")
@@ -102,62 +96,6 @@ RECORDS = ("dvc.lock", "stale.json")
 def is_code(dep: str) -> bool:
     """A code or config dep; the RECORDS are data."""
     return Path(dep).parts[0] in CODE and Path(dep).name not in RECORDS
-
-
-# -- the import closure ----------------------------------------------------------------------------
-
-
-def imported_names(source: str, package: str) -> set[str]:
-    """Absolute names of all that `source` imports anywhere (the names of `from m import a` as `m` and
-    `m.a`, since `a` may be a submodule); `package` resolves relative imports."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return names
-
-
-def observes(name: str) -> bool:
-    return any(name == o or name.startswith(f"{o}.") for o in OBSERVABILITY)
-
-
-def module_file(name: str, src: Path = SRC) -> Path | None:
-    """The file under `src` that defines module `name`, if any (third-party modules have none)."""
-    path = src.joinpath(*name.split("."))
-    for candidate in (path / "__init__.py", path.with_suffix(".py")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-@cache
-def import_closure(entry: Path, src: Path = SRC) -> frozenset[Path]:
-    """Every file under `src` that `entry` imports, transitively, with each parent package's
-    `__init__.py`; an observing module is neither included nor followed."""
-    seen: set[Path] = set()
-    todo = [entry]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        module = ".".join(path.relative_to(src).with_suffix("").parts) if path.is_relative_to(src) else ""
-        package = (
-            module.removesuffix(".__init__") if path.name == "__init__.py" else module.rpartition(".")[0]
-        )
-        for name in imported_names(path.read_text(encoding="utf-8"), package):
-            parts = name.split(".")  # lmforge.a.b: lmforge/__init__.py, lmforge/a/__init__.py, lmforge/a/b.py
-            for i in range(1, len(parts) + 1):
-                prefix = ".".join(parts[:i])
-                if observes(prefix):
-                    break
-                if (found := module_file(prefix, src)) is not None:
-                    todo.append(found)
-    return frozenset(p for p in seen if p.is_relative_to(src))
 
 
 # -- the composed config files ---------------------------------------------------------------------

@@ -5,7 +5,8 @@
 
 Each line: the rate, the best validation value of the task's first metric (the only number the
 choice reads: test scores stay unseen), the steps run and the step of the best value (a best step
-equal to the steps run means the run was still improving when it stopped), and the training seconds.
+equal to the steps run means the run was still improving when it stopped), and the training seconds
+(from the run's timings file, `lmforge.timings`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 from lmforge.finetune.curves import overrides  # a sweep folder's name -> the overrides it ran with
+from lmforge.timings import read_timings  # a run's clock is kept apart from its metrics
 
 ROOT = Path("sweeps/finetune_lr")
 
@@ -39,7 +41,7 @@ def runs(root: Path) -> dict[str, list[dict]]:
                 "val": metrics[f"val_{metric}"],
                 "steps": metrics["steps"],
                 "best_step": metrics["best_step"],
-                "seconds": metrics["train_seconds"],
+                "seconds": read_timings(metrics_file.parent).get("train_seconds", float("nan")),
             }
         )
     return {g: sorted(rows, key=lambda r: r["lr"]) for g, rows in sorted(groups.items())}

@@ -6,7 +6,7 @@
 
 Each row: the overrides that name the run, the validation loss at each evaluation (MLM runs are
 scored at objective.eval_mlm_probability, 15%, whatever rate they train at), the last validation
-accuracy, and the run's seconds per optimizer step (wall time over steps, validation included; runs
+accuracy, and the run's seconds per optimizer step (wall time, from its timings file, over steps, validation included; runs
 that shared the CPU with others are slower, so compare speeds in benchmarks/, not here). With
 `--compact`, for runs of different lengths: the steps run, the last and the lowest validation loss
 (with its step), the last accuracy and, with `--target`, the step at which the curve first reaches
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from lmforge.curves import steps_to
+from lmforge.timings import read_timings
 
 ROOT = Path("sweeps/recipe")
 
@@ -35,7 +36,8 @@ def rows(root: Path, match: str | None) -> list[dict]:
         metrics = json.loads(metrics_file.read_text())
         with open(metrics_file.parent / "val_loss.csv", newline="") as f:
             curve = list(csv.DictReader(f))
-        found.append({"run": run, "metrics": metrics, "curve": curve})
+        clock = read_timings(metrics_file.parent)  # the run's seconds: its timings file (lmforge.timings)
+        found.append({"run": run, "metrics": metrics, "curve": curve, "clock": clock})
     return found
 
 
@@ -49,7 +51,8 @@ def table(found: list[dict]) -> str:
         last = row["curve"][-1] if row["curve"] else {}
         accuracy = f"{float(last['val_accuracy']):.1%}" if last.get("val_accuracy") else ""
         m = row["metrics"]
-        per_step = f"{m['wall_seconds'] / m['steps']:.2f}" if m.get("steps") else ""
+        seconds = row["clock"].get("wall_seconds")
+        per_step = f"{seconds / m['steps']:.2f}" if m.get("steps") and seconds is not None else ""
         lines.append("| " + " | ".join([f"`{row['run']}`", *losses, accuracy, per_step]) + " |")
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ Stages that pass have their code and config deps' hashes (and params values) wri
 outputs keep what the lock records. Two outputs record a hash of code bytes rather than of what the
 code does: a pretraining run's `fingerprint.txt` (its resume stamp, over every file of the package)
 keeps the hash of the code that ran, which only makes `train.resume=auto` start afresh; the scaling
-sweep's cell keys (over `lmforge.scaling.grid.TRAINING_CODE`) are in its reports, so a stage that
+sweep's cell keys (over the code `lmforge.scaling.grid.CELL_MODULE` imports) are in its reports, so a stage that
 runs the sweep is never relocked across a byte change to those files. The others are listed with the first file that failed. A
 rewritten pipelines/experiments/dvc.lock is data of the root `findings` stage: rerun it after
 (`dvc repro -s findings`, seconds).
@@ -223,17 +223,19 @@ def prove(base: Path, now: Path) -> tuple[set[str], dict[str, str]]:
 
 def _rekeyed(base: Path, now: Path, deps: list[str]) -> str | None:
     """For a stage that runs the scaling sweep (its deps hold scaling/grid.py): the first file whose
-    bytes key the sweep's cells (`TRAINING_CODE`) and differ from the base's, a docstring edit
-    included; those keys are written into the sweep's reports, so only a rerun records them."""
-    from lmforge.scaling.grid import TRAINING_CODE
+    bytes key the sweep's cells (what `lmforge.scaling.grid.CELL_MODULE` imports) and differ from the
+    base's, a docstring edit included; those keys are written into the sweep's reports, so only a
+    rerun records them."""
+    from lmforge.codebase import SRC, module_code
+    from lmforge.scaling.grid import CELL_MODULE
 
     grid = "src/lmforge/scaling/grid.py"
     if not any(grid == d or grid.startswith(f"{d}/") for d in deps):
         return None
-    for entry in TRAINING_CODE:
-        for name in files_under(now, f"src/lmforge/{entry}") + files_under(base, f"src/lmforge/{entry}"):
-            if name.endswith(".py") and _bytes(base, name) != _bytes(now, name):
-                return name
+    for path in module_code(CELL_MODULE):
+        name = (Path("src") / path.relative_to(SRC)).as_posix()
+        if _bytes(base, name) != _bytes(now, name):
+            return name
     return None
 
 

@@ -35,6 +35,7 @@ from dvc.dependency.param import ParamsDependency
 from dvc.repo import Repo
 from repo_copy import copy_repository
 
+from lmforge import codebase
 from scripts import dvc_yaml
 from scripts.dvc_yaml import (
     GROUP_FILE,
@@ -226,7 +227,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_closure_follows_parents_and_leaves_observing_modules_out(tmp_path, monkeypatch):
-    monkeypatch.setattr(dvc_yaml, "OBSERVABILITY", ("pkg.watch",))
+    monkeypatch.setattr(codebase, "OBSERVABILITY", ("pkg.watch",))  # the walk is lmforge.codebase's
     _write(
         tmp_path / "src",
         {

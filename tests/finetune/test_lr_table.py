@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lmforge.timings import write_timings
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -15,8 +17,9 @@ def _run(root: Path, name: str, val: float, steps: int, best: int) -> None:
     reports = root / name / "reports"
     reports.mkdir(parents=True)
     (reports / "run.json").write_text(json.dumps({"metrics": ["accuracy", "macro_f1"]}))
-    metrics = {"val_accuracy": val, "steps": steps, "best_step": best, "train_seconds": 12.0}
+    metrics = {"val_accuracy": val, "steps": steps, "best_step": best}
     (reports / "metrics.json").write_text(json.dumps(metrics))
+    write_timings(reports, {"train_seconds": 12.0})  # a run's clock sits apart from its metrics
 
 
 def test_the_grid_table_marks_each_rows_best_rate(tmp_path):

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 import lmforge
+from lmforge.codebase import module_code
 from lmforge.errors import ConfigError, DataError
 from lmforge.model.config import load_model_config
 from lmforge.model.flops import training_flops
 from lmforge.scaling.config import IsoFlopSlice, LrRule, ScalingConfig, SeedRepeats, ShapeRule
-from lmforge.scaling.grid import TRAINING_CODE, check_capacity, code_fingerprint, keyed, shape_of
+from lmforge.scaling.grid import CELL_MODULE, check_capacity, code_fingerprint, keyed, shape_of
 from lmforge.scaling.grid import cells as grid_cells
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 
@@ -115,11 +116,13 @@ def test_keys_address_the_cell_and_its_context():
     assert all(a.key != b.key for a, b in zip(first, keyed(rope, {"seed": 1, "data": "x"})))
 
 
-def test_the_code_fingerprint_covers_files_that_exist():
-    """A cell's key hashes the training code; an entry that a move left behind would fail every sweep."""
-    root = Path(lmforge.__file__).parent
-    missing = [entry for entry in TRAINING_CODE if not (root / entry).exists()]
-    assert not missing, f"TRAINING_CODE names paths that do not exist: {missing}"
+def test_the_code_fingerprint_covers_the_code_a_cell_imports_and_nothing_it_does_not():
+    """A cell's key hashes what the cell module imports: the model, objectives and training loop are
+    in, the code that only reports on a sweep (the fit, the plots) and observability are out."""
+    code = {path.relative_to(Path(lmforge.__file__).parent).as_posix() for path in module_code(CELL_MODULE)}
+    assert {"scaling/cell.py", "training/module.py", "model/stack.py", "io.py"} <= code
+    assert not {"scaling/fit.py", "scaling/plots.py"} & code
+    assert not any(name.startswith("tracking/") for name in code)
     assert len(code_fingerprint()) == 64
 
 

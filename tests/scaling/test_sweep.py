@@ -79,7 +79,10 @@ def test_a_killed_sweep_continues_and_matches_an_uninterrupted_one(workspace):
     assert _metric(rerun, "cells_reused") == finished
     assert _table(workspace, "killed") == _table(workspace, "whole")  # same keys, same losses, bit for bit
     rows = json.loads((workspace / "reports/scaling/killed/cells.json").read_text())["cells"]
-    assert sum(r["resumed"] for r in rows if "resumed" in r) >= 1  # the cut cell continued its checkpoint
+    assert not {"resumed", "wall_seconds", "tokens_per_second"} & {k for r in rows for k in r}  # no clock
+    clock = json.loads((workspace / "reports/timings/scaling/killed.json").read_text())["cells"]
+    assert sum(c["resumed"] for c in clock.values()) >= 1  # the cut cell continued its checkpoint
+    assert all(c["wall_seconds"] > 0 for c in clock.values())
 
     again = _finish(_sweep(workspace, "scaling.name=killed", "scaling.store=store-killed", uri=uri))
     assert _metric(again, "cells_trained") == 0

@@ -1,8 +1,6 @@
 """The `distill_summary` stage: each teacher beside its distilled student and the control.
 
-For every family: parameters, CPU inference latency (a full-length forward at each batch size,
-median of repeated calls after warm-up, the three models interleaved so a drift of the host hits
-them alike), the pretraining objective's loss on the whole test split (the batches the evaluate
+For every family: parameters, the pretraining objective's loss on the whole test split (the batches the evaluate
 stage scores, the same for all three), and the first metric of every fine-tuning task the student
 was fine-tuned on (mean over the seeds the three rows share).
 
@@ -14,6 +12,11 @@ one shared seed: no interval, said so), in the order a reader needs them:
 3. student - control: what distillation adds over training the small model on the same tokens.
 A conclusion per family and task follows from those verdicts alone. Writes {out_dir}/summary.json
 (for `dvc metrics show` and MLflow) and {out_dir}/summary.md.
+
+And CPU inference latency (a full-length forward at each batch size, median of repeated calls after
+warm-up, the three models interleaved so a drift of the host hits them alike): a clock reading, so
+it goes to MLflow and to the summary's timings file (`reports/timings/distill/summary.json`,
+`lmforge.timings`), which no stage reads, not into summary.json or summary.md.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from lmforge.model import count_parameters
 from lmforge.stage import Plan, StageResult, read, seed_value
 from lmforge.stats import NOT_DISTINGUISHABLE, ONE_SEED, paired
 from lmforge.structured import Group
+from lmforge.timings import write_timings
 from lmforge.tokenizer.config import tokenizer_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.training.checkpoints import load_module
@@ -144,7 +148,11 @@ def latency_ms(models: dict[str, torch.nn.Module], batch: int, seq_len: int, voc
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure(cfg: DistillSummaryConfig, family: str, train: Any, seed: int) -> dict[str, dict[str, Any]]:
+def measure(
+    cfg: DistillSummaryConfig, family: str, train: Any, seed: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+    """Each role's size and test loss, and apart from them its latency in ms per batch size
+    (`b<batch>`), which is a clock reading, not a function of the inputs (`lmforge.timings`)."""
     tokenizer_name = cfg.tokenizers[family]
     modules = {role: load_module(path) for role, path in checkpoints(cfg, family).items()}
     tokenizer = load_tokenizer(tokenizer_path(cfg.tokenizer_dir, tokenizer_name))
@@ -170,17 +178,20 @@ def measure(cfg: DistillSummaryConfig, family: str, train: Any, seed: int) -> di
             "test_perplexity": scores["perplexity"],
         }
     models = {role: module.model for role, module in modules.items()}
+    latency: dict[str, dict[str, float]] = {role: {} for role in models}
     for batch in cfg.latency_batches:
         times = latency_ms(models, batch, train.seq_len, teacher.model_config.vocab_size, cfg.latency_repeats)
         for role, ms in times.items():
-            out[role][f"latency_ms_b{batch}"] = ms
-    return out
+            latency[role][f"b{batch}"] = ms
+    return out, latency
 
 
-def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> dict[str, Any]:
+def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The summary (what the inputs decide) and each family's latencies by role (the timings)."""
     summary: dict[str, Any] = {}
+    latencies: dict[str, Any] = {}
     for family in cfg.families:
-        numbers = measure(cfg, family, train, seed)
+        numbers, latencies[family] = measure(cfg, family, train, seed)
         tasks = downstream(cfg, family)
         for role in ROLES:
             numbers[role]["downstream"] = {task: _shared_mean(s, role) for task, s in tasks.items()}
@@ -209,7 +220,7 @@ def summarise(cfg: DistillSummaryConfig, train: Any, seed: int) -> dict[str, Any
         conclusions = {task: conclusion(compared, task) for task in tasks}
         summary[family] = {"tasks": {t: s["metric"] for t, s in tasks.items()}, **numbers, **compared}
         summary[family]["conclusions"] = conclusions
-    return summary
+    return summary, latencies
 
 
 def conclusion(compared: dict[str, dict[str, Any]], task: str) -> str:
@@ -234,17 +245,15 @@ def conclusion(compared: dict[str, dict[str, Any]], task: str) -> str:
     return f"{first}; {second}."
 
 
-def render(summary: dict[str, Any], batches: list[int]) -> str:
+def render(summary: dict[str, Any]) -> str:
     tasks = sorted({t for family in summary.values() for t in family["tasks"]})
-    header = ["family", "model", "layers", "params"]
-    header += [f"latency b{b} ms" for b in batches] + ["test loss (ppl)"]
+    header = ["family", "model", "layers", "params", "test loss (ppl)"]
     header += [f"{t} (%)" for t in tasks] + ["retention (mean)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for family, entry in summary.items():
         for role in ROLES:
             m = entry[role]
             cells = [family, _label(role, m), str(m["layers"]), f"{m['params'] / 1e6:.2f}M"]
-            cells += [f"{m[f'latency_ms_b{b}']:.1f}" for b in batches]
             cells.append(f"{m['test_loss']:.3f} ({m['test_perplexity']:.0f})")
             for task in tasks:
                 if task not in m["downstream"]:
@@ -329,8 +338,13 @@ class DistillSummaryPlan(Plan):
 
 def run(plan: DistillSummaryPlan) -> StageResult:
     summary_cfg = plan.distill_summary
-    summary = summarise(summary_cfg, plan.train, plan.seed)
+    summary, latencies = summarise(summary_cfg, plan.train, plan.seed)
     out = Path(summary_cfg.out_dir)
     write_json(out / "summary.json", summary)
-    write_text(out / "summary.md", render(summary, summary_cfg.latency_batches))
-    return StageResult(flatten(summary), [str(out / "summary.json"), str(out / "summary.md")])
+    write_text(out / "summary.md", render(summary))
+    write_timings(
+        out / "summary.json", {"latency_ms": latencies}
+    )  # lmforge.timings: beside the summary, read by no stage
+    return StageResult(
+        flatten({**summary, "latency_ms": latencies}), [str(out / "summary.json"), str(out / "summary.md")]
+    )

@@ -85,15 +85,14 @@ def ranked(rows: dict[str, dict[str, Any]]) -> list[tuple[str, float]]:
 def render_grid(order: list[tuple[str, float]], rows: dict[str, dict[str, Any]]) -> str:
     metric = rows[order[0][0]]["run"]["metrics"][0]
     lines = [
-        f"| rank | row | validation {metric} (%, mean over seeds) | steps (best) | train s |",
-        "|---|---|---|---|---|",
+        f"| rank | row | validation {metric} (%, mean over seeds) | steps (best) |",
+        "|---|---|---|---|",
     ]
     for rank, (name, value) in enumerate(order, 1):
         m = rows[name]["metrics"]
         mark = " (chosen)" if rank == 1 else ""
         lines.append(
-            f"| {rank} | {name}{mark} | {100 * value:.1f} | {m['steps']:.0f} ({m['best_step']:.0f}) "
-            f"| {m['train_seconds']:.0f} |"
+            f"| {rank} | {name}{mark} | {100 * value:.1f} | {m['steps']:.0f} ({m['best_step']:.0f}) |"
         )
     return "\n".join(lines) + "\n"
 

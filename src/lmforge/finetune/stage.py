@@ -5,9 +5,11 @@
     -> {finetune.out_dir}/seed<k>/best.ckpt    merged weights + hyperparameters, weights_only-loadable
        {finetune.out_dir}/tokenizer.json       the backbone's tokenizer, beside the row's models
        {finetune.reports_dir}/metrics.json     test metrics (mean and std over seeds), baselines on the
-                                               same test examples, parameter counts, time, latency
+                                               same test examples, parameter counts, steps
        {finetune.reports_dir}/run.json         what the row is: task, model, init, adaptation, sizes
        {finetune.curve}                        seed, step, validation loss and metrics (dvc plots)
+       reports/timings/... (`lmforge.timings`)  training seconds per seed and latency (batch size 1):
+                                               measured, not decided by the inputs, so no stage reads it
 
 Training validates every `val_every` steps on a fixed sample of the val split, keeps the weights of
 the best value of the task's first metric and stops after `patience` validations without
@@ -52,6 +54,7 @@ from lmforge.model import count_parameters
 from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value
 from lmforge.tasks.config import TaskConfig, task_config
 from lmforge.tasks.splits import rank
+from lmforge.timings import write_timings
 from lmforge.tokenizer.specials import special_token_ids
 from lmforge.tracking import close_child, open_child
 from lmforge.training.checkpoints import check_weights, read_checkpoint, save_file
@@ -222,12 +225,14 @@ def run(plan: FinetunePlan) -> StageResult:
             f"val_{metric_names(task)[0]}": statistics.fmean(r["best_val"] for r in runs),
             "params_total": first["params_total"],
             "params_trainable": first["params_trainable"],
-            "train_seconds": statistics.fmean(r["train_seconds"] for r in runs),
             "steps": statistics.fmean(r["steps"] for r in runs),
             "best_step": statistics.fmean(r["best_step"] for r in runs),
-            "latency_ms": first["latency_ms"],
         }
     )
+    clock = {  # lmforge.timings: the row's timings file and MLflow, never what a summary reads
+        "train_seconds": statistics.fmean(r["train_seconds"] for r in runs),
+        "latency_ms": first["latency_ms"],
+    }
     description = {
         "task": task.name,
         "kind": task.kind.value,
@@ -249,6 +254,9 @@ def run(plan: FinetunePlan) -> StageResult:
     reports = Path(ft.reports_dir)
     write_json(reports / "metrics.json", metrics)
     write_json(reports / "run.json", description)
+    write_timings(
+        reports, {**clock, "train_seconds_per_seed": {str(r["seed"]): r["train_seconds"] for r in runs}}
+    )
     _write_curve(Path(ft.curve), [dict(seed=r["seed"], **row) for r in runs for row in r["curve"]])
     artifacts = [str(reports / name) for name in ("metrics.json", "run.json")] + [ft.curve]
     inputs = {
@@ -265,7 +273,7 @@ def run(plan: FinetunePlan) -> StageResult:
         begin.config.family.value,
         example(task.kind, records["test"][0]),
     )
-    return StageResult(metrics, artifacts, model=model, inputs=inputs)
+    return StageResult({**metrics, **clock}, artifacts, model=model, inputs=inputs)
 
 
 def starts_from(plan: FinetunePlan) -> str | None:

@@ -8,7 +8,8 @@ for `dvc metrics show` and MLflow) and {out_dir}/summary.md:
 - a line per row, keyed by the row's name (so a variant never reads as a duplicate of a default row):
   its seeds, steps (and the step of its best validation), the test metrics (mean ± std over seeds),
   the task's baselines on the same test examples, the share of test inputs cut to the row's input
-  length (and whether head or head and tail were kept), trainable parameters, training time and latency;
+  length (and whether head or head and tail were kept), trainable parameters (a row's training time
+  and latency are in its timings file, `lmforge.timings`: a summary holds only what its rows decide);
 - a line per comparison of `summary.comparisons` (the claims the rows exist to test: pretrained vs
   scratch, LoRA vs full, ours vs MiniLM): the difference of the task's first metric, paired by seed,
   with its 95% interval and the verdict that follows from it (`lmforge.stats.paired`); a claim with a
@@ -97,9 +98,9 @@ PER_SEED = ("seeds", "test_per_seed")  # what differs between two runs of one ro
 def merge_seeds(folder: Path, parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from runs of it with different seeds (a stage per seed, so a long row can be run a
     seed at a time): the numbers the finetune stage would have written had it run all the seeds at
-    once. Test metrics: mean and sample std over every seed; validation score, steps, best step and
-    training time: the mean over every seed; baselines, parameters and latency: those of the run with
-    the first seed, as the stage reports its first seed's."""
+    once. Test metrics: mean and sample std over every seed; validation score, steps and best step:
+    the mean over every seed; baselines and parameters: those of the run with the first seed, as the
+    stage reports its first seed's."""
     parts = sorted(parts, key=lambda part: min(part["run"]["seeds"]))
     runs, numbers = [part["run"] for part in parts], [part["metrics"] for part in parts]
     same = {key: value for key, value in runs[0].items() if key not in PER_SEED}
@@ -128,7 +129,7 @@ def merge_seeds(folder: Path, parts: list[dict[str, Any]]) -> dict[str, Any]:
         metrics[f"test_{name}"] = statistics.fmean(values)
         metrics[f"test_{name}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
     metrics["test/score"] = metrics[f"test_{first}"]
-    for key in (f"val_{first}", "train_seconds", "steps", "best_step"):
+    for key in (f"val_{first}", "steps", "best_step"):
         metrics[key] = statistics.fmean([m[key] for m in numbers], weights=weights)
     return {"run": {**same, "seeds": seeds, "test_per_seed": test}, "metrics": metrics}
 
@@ -178,8 +179,8 @@ def _cut(run: dict[str, Any]) -> str:
 def render(rows: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| row | task | model | init | adaptation | seeds | steps (best) | test metric (%) "
-        "| baselines (same test examples) | test inputs cut | trainable params | train s | latency ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| baselines (same test examples) | test inputs cut | trainable params |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in sorted(rows.items(), key=_order):
         run, m = row["run"], row["metrics"]
@@ -199,8 +200,7 @@ def render(rows: dict[str, dict[str, Any]]) -> str:
             f"| {name} | {run['task']} | {_model(run)} | {run['init'].split(' ')[0]} "
             f"| {run['adapt']} | {_seeds(run)} | {m['steps']:.0f} ({m['best_step']:.0f}) "
             f"| {', '.join(scores)} | {', '.join(baselines)} | {_cut(run)} "
-            f"| {_params(m['params_trainable'])} of {_params(m['params_total'])} "
-            f"| {m['train_seconds']:.0f} | {m['latency_ms']:.1f} |"
+            f"| {_params(m['params_trainable'])} of {_params(m['params_total'])} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -12,11 +12,14 @@ A cell writes into its own folder of the store, `<store>/<key>/`: last.ckpt ever
 step, optimizer, schedule, data position and RNG, so the result equals an uninterrupted run's), then
 result.json, written atomically, after which the checkpoint is deleted. The key addresses the cell's
 whole configuration, data and code, so a checkpoint found there always belongs to the same cell.
+result.json holds only what the cell's inputs decide; its clock (tokens per second, seconds, whether
+it resumed) is timing.json beside it (`lmforge.timings`), which the sweep's table never reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,6 +39,8 @@ from lmforge.training.datamodule import PretrainDataModule
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import RESUME_STATE
 from lmforge.training.trainer import build_trainer
+
+TIMING = "timing.json"  # a cell's clock, beside its result.json
 
 # the `trainer` keys each cell decides: its steps are its token budget at one batch a step
 LOOP = {
@@ -76,8 +81,11 @@ def datamodule(setting: Setting, out_dir: Path, seed: int | None = None) -> Pret
     )
 
 
-def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: str | None) -> dict[str, Any]:
-    """Train `cell` (continuing `folder/last.ckpt` if a killed run left one); its result row."""
+def train(
+    cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train `cell` (continuing `folder/last.ckpt` if a killed run left one): its result row, which
+    its inputs decide, and its timing (`save_result` keeps both, apart)."""
     started = time.perf_counter()
     L.seed_everything(cell.seed, workers=True, verbose=False)
     data = datamodule(setting, folder, cell.seed)
@@ -87,7 +95,9 @@ def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: s
     checkpoint = last if last.is_file() else None
     if checkpoint is not None:
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
-    curves = CurveWriter(str(folder), every_n_steps=max(1, setting.trainer.log_every_n_steps))
+    curves = CurveWriter(
+        str(folder), every_n_steps=max(1, setting.trainer.log_every_n_steps), timings=folder / TIMING
+    )
     trainer = build_trainer(
         setting.trainer,
         mlflow_run=(run_id, uri) if run_id is not None and uri is not None else None,
@@ -113,8 +123,8 @@ def train(cell: Cell, setting: Setting, folder: Path, run_id: str | None, uri: s
         "val_accuracy": measured["accuracy"],
         "eval_tokens": int(measured["n_tokens"]),
         "train_tokens_seen": curves.tokens,
-        "tokens_per_second": curves.tokens_per_second,
-        "wall_seconds": curves.wall_seconds,
+    }, {
+        **{k: curves.clock()[k] for k in ("tokens_per_second", "wall_seconds", "whole_run")},
         "session_seconds": time.perf_counter() - started,
         "resumed": checkpoint is not None,
     }
@@ -137,7 +147,17 @@ def evaluate(module: PretrainModule, data: PretrainDataModule, cfg: ScalingConfi
     return summarise(sums.as_dict())
 
 
-def save_result(folder: Path, result: dict[str, Any]) -> None:
+def read_timing(folder: Path) -> dict[str, Any]:
+    """A cell's clock: {} for a cell whose timing is lost (a clock is never a reason to retrain)."""
+    try:
+        values = json.loads((folder / TIMING).read_text())
+    except (OSError, ValueError):
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def save_result(folder: Path, result: dict[str, Any], timing: dict[str, Any]) -> None:
+    write_json(folder / TIMING, timing)
     write_json(folder / "result.json", result)
     for name in ("last.ckpt", "train_loss.csv", "val_loss.csv"):
         (folder / name).unlink(missing_ok=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lmforge
+from lmforge.codebase import module_code
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import sha256_files
 from lmforge.model import build_model, count_parameters
@@ -31,11 +31,6 @@ from lmforge.model.flops import training_flops
 from lmforge.scaling.config import ScalingConfig
 from lmforge.training.config import ObjectiveConfig, ObjectiveKind
 
-# The code a cell's result depends on: a change here gives new keys, so no stale result is reused.
-TRAINING_CODE = (
-    "model", "objectives", "training", "structured.py", "data/datasets.py", "data/encoded.py",
-    "data/sampling.py", "tokenizer/specials.py", "scaling/cell.py",
-)  # fmt: skip
 SHAPE_KEYS = ("n_layers", "d_model", "n_heads", "d_ff")
 
 
@@ -238,13 +233,13 @@ def check_capacity(grid: list[Cell], unique_tokens: int, cfg: ScalingConfig, enc
         )
 
 
+# The module that trains a cell: a change to any file it imports gives new keys, so no stale result is reused.
+CELL_MODULE = "lmforge.scaling.cell"
+
+
 def code_fingerprint() -> str:
-    root = Path(lmforge.__file__).parent
-    files: list[Path] = []
-    for entry in TRAINING_CODE:
-        path = root / entry
-        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
-    return sha256_files(files)
+    """sha256 of the code a cell runs with (`lmforge.codebase`: what `CELL_MODULE` imports)."""
+    return sha256_files(module_code(CELL_MODULE))
 
 
 def keyed(grid: list[Cell], context: dict[str, Any]) -> list[Cell]:

@@ -39,6 +39,7 @@ from lmforge.scaling.config import ScalingConfig, scaling_config
 from lmforge.scaling.grid import Cell, cells, check_capacity, code_fingerprint, keyed
 from lmforge.stage import Plan, StageResult, read, seed_value
 from lmforge.structured import plain
+from lmforge.timings import write_timings
 from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
@@ -56,8 +57,7 @@ from lmforge.training.pretrain import encoded_inputs, tokenizer_paths
 COLUMNS = (
     "name", "kind", "budget", "n_layers", "d_model", "n_heads", "d_ff", "params_total",
     "params_non_embedding", "tokens", "steps", "flops", "flops_6nd", "flops_6nd_non_embedding",
-    "lr", "seed", "val_loss", "val_accuracy", "plateau", "eval_tokens", "tokens_per_second",
-    "wall_seconds", "key",
+    "lr", "seed", "val_loss", "val_accuracy", "plateau", "eval_tokens", "key",
 )  # fmt: skip
 COLLAPSED = 1e-4  # |accuracy - unigram accuracy| below this: one token predicted everywhere
 BASELINE_BATCH = 4096  # sequences per batch while counting the training split's targets
@@ -172,31 +172,34 @@ def run(plan: SweepPlan) -> StageResult:
                         f"[{i}/{len(sweep.mine)}] {cell.name}: {cell.steps} steps, {cell.flops:.3g} FLOPs",
                         flush=True,
                     )
-                    result = cells_mod.train(
+                    result, timing = cells_mod.train(
                         cell, sweep.setting, folder, run_id, tracking[1] if tracking else None
                     )
-                    cells_mod.save_result(folder, result)
+                    cells_mod.save_result(folder, result, timing)
                     trained += 1
                     if runs:
-                        runs.finish(run_id, result)
+                        runs.finish(run_id, {**result, **timing})
                     print(
-                        f"    val_loss {result['val_loss']:.4f}, {result['wall_seconds']:.1f} s", flush=True
+                        f"    val_loss {result['val_loss']:.4f}, {timing['wall_seconds']:.1f} s", flush=True
                     )
         elif runs:
             run_id, finished = runs.open(cell, "store")
             if not finished:
-                runs.finish(run_id, result)
+                runs.finish(run_id, {**result, **cells_mod.read_timing(folder)})
         results.append(result)
+    timings = {cell.name: cells_mod.read_timing(sweep.store / cell.key) for cell in sweep.mine}
     metrics = {
         "cells": len(sweep.mine),
         "cells_trained": trained,
         "cells_reused": len(sweep.mine) - trained,
+    }
+    clock = {  # lmforge.timings: MLflow and the sweep's timings file, never cells.json
         "sweep_seconds": time.perf_counter() - started,
-        "cell_train_seconds": sum(r["wall_seconds"] for r in results),
+        "cell_train_seconds": sum(t.get("wall_seconds", 0.0) for t in timings.values()),
     }
     inputs = encoded_inputs(sweep.setting.encoded_dir)  # what every cell trains on: MLflow run inputs
     if scaling.shards > 1:  # a shard fills the store; the full job writes the table
-        return StageResult(metrics, [], inputs=inputs)
+        return StageResult({**metrics, **clock}, [], inputs=inputs)
     baseline = unigram_baseline(sweep.setting)
     results = [flag_plateau(r, baseline, scaling.plateau_margin) for r in results]
     metrics["cells_on_plateau"] = sum(r["plateau"] for r in results)
@@ -206,7 +209,8 @@ def run(plan: SweepPlan) -> StageResult:
         reports / "cells.json",
         {"cells": results, "baseline": baseline, "plateau_margin": scaling.plateau_margin},
     )
-    return StageResult(metrics, [str(reports / "cells.csv")], inputs=inputs)
+    write_timings(reports, {**clock, "cells": timings})
+    return StageResult({**metrics, **clock}, [str(reports / "cells.csv")], inputs=inputs)
 
 
 def unigram_baseline(setting: cells_mod.Setting) -> dict[str, float]:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import lightning as L
 
-import lmforge
+from lmforge.codebase import module_code
 from lmforge.data.encoded import EncodedSplit
 from lmforge.errors import ConfigError, DataError
 from lmforge.io import atomic_path, sha256_files, write_json, write_text
@@ -40,6 +40,7 @@ from lmforge.model import count_parameters
 from lmforge.model.config import ModelConfig, model_config
 from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value, seed_value
 from lmforge.structured import plain
+from lmforge.timings import timings_path
 from lmforge.tokenizer.config import TokenizerConfig, tokenizer_config, tokenizer_path
 from lmforge.tokenizer.specials import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tracking import active_run, flatten
@@ -105,12 +106,15 @@ def model_for(model: ModelConfig, vocab_size: int, pad_id: int, seq_len: int) ->
 @functools.lru_cache(maxsize=4)
 def fingerprint(plan: TrainingPlan, tokenizer_file: Path, encoded_dir: Path, *inputs: Path) -> str:
     """sha256 of what a run's result depends on: its config (but `train.resume`), data, code and any
-    other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends). Kept per plan
-    (a plan is immutable and lives for one run): the door's `will_resume` and the run share one hash."""
+    other `inputs` (a distillation's teacher checkpoint, the last.ckpt a run extends). The code is
+    what the plan's stage module imports (`lmforge.codebase`, the files its DVC stage depends on), so
+    an edit elsewhere in the package changes neither the stamp nor the folder it sits in. Kept per
+    plan (a plan is immutable and lives for one run): the door's `will_resume` and the run share one
+    hash."""
     if not encoded_dir.is_dir():
         raise DataError(f"encoded folder {encoded_dir} does not exist; run the encode stage first")
     values = {**plan.values, "train": {k: v for k, v in plan.values["train"].items() if k != "resume"}}
-    code = sorted(Path(lmforge.__file__).parent.rglob("*.py"))
+    code = module_code(type(plan).__module__)
     extends = [extended_checkpoint(plan.train.extend_from)] if plan.train.extend_from else []
     files = [
         tokenizer_file,
@@ -278,7 +282,11 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
         module.model.compile()  # in place: checkpoints keep the plain model's parameter names
     if checkpoint is not None:  # refuse a foreign, malicious or mismatched file before Lightning reads it
         check_weights(module, read_checkpoint(checkpoint, needs=RESUME_STATE), checkpoint)
-    curves = CurveWriter(train.reports_dir, every_n_steps=trainer_cfg.log_every_n_steps)
+    curves = CurveWriter(
+        train.reports_dir,
+        every_n_steps=trainer_cfg.log_every_n_steps,
+        timings=timings_path(train.reports_dir),
+    )
     keep = kept_steps(train.keep_at, trainer_cfg.max_steps)
     checkpoints = Checkpoints(train.out_dir, every_n_steps=train.checkpoint_every, keep_steps=keep)
     trainer = build_trainer(
@@ -303,18 +311,19 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
         "best_val_step": checkpoints.best_step if checkpoints.best_step is not None else -1,
         "steps": trainer.global_step,
         "tokens_seen": curves.tokens,
-        "tokens_per_second": curves.tokens_per_second,
-        "wall_seconds": curves.wall_seconds,
         "params_total": params["total"],
         "params_non_embedding": params["non_embedding"],
     }
     reports = Path(train.reports_dir)
     if trainer.is_global_zero:
-        write_json(reports / "metrics.json", metrics)
+        write_json(
+            reports / "metrics.json", metrics
+        )  # no clock: its consumers read only what the inputs decide
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
     best = Path(train.out_dir) / "best.ckpt"
+    clock = {k: float(v) for k, v in curves.clock().items() if k in ("tokens_per_second", "wall_seconds")}
     return StageResult(
-        metrics,
+        {**metrics, **clock},  # MLflow gets the clock too
         artifacts,
         # what ran where the config says otherwise: the tokenizer decides the vocabulary and padding,
         # a distilled student trains on its teacher's objective

@@ -31,6 +31,7 @@ from lmforge.io import write_json
 from lmforge.model import count_parameters
 from lmforge.model.config import Family, ModelConfig, model_config
 from lmforge.stage import DataInput, Plan, StageResult, TrainedModel, read, run_name_value, seed_value
+from lmforge.timings import timings_path
 from lmforge.tokenizer.specials import load_tokenizer, special_token_ids
 from lmforge.tracking import active_run
 from lmforge.training.callbacks import CurveWriter
@@ -178,7 +179,9 @@ def run(plan: TranslateTrainPlan) -> StageResult:
     )
     module = PretrainModule(model, objective, optim, trainer_cfg.max_steps)
     out_dir, reports = Path(translate.out_dir), Path(translate.reports_dir)
-    curves = CurveWriter(str(reports), every_n_steps=trainer_cfg.log_every_n_steps)
+    curves = CurveWriter(
+        str(reports), every_n_steps=trainer_cfg.log_every_n_steps, timings=timings_path(reports)
+    )
     kept: list[int] = []
 
     def keep(state: dict[str, torch.Tensor], steps: list[int]) -> None:
@@ -214,8 +217,6 @@ def run(plan: TranslateTrainPlan) -> StageResult:
         "steps": trainer.global_step,
         "epochs": trainer.global_step / len(train_loader.batch_sampler),
         "tokens_seen": curves.tokens,
-        "tokens_per_second": curves.tokens_per_second,
-        "wall_seconds": curves.wall_seconds,
         "params_total": params["total"],
         "params_non_embedding": params["non_embedding"],
         "peak_lr": noam_peak(optim, model.d_model) if optim.schedule == "noam" else optim.lr,
@@ -224,7 +225,7 @@ def run(plan: TranslateTrainPlan) -> StageResult:
         "train_pairs_truncated": splits["train"].truncated,
         "val_pairs_truncated": splits["val"].truncated,
     }
-    write_json(reports / "metrics.json", metrics)
+    write_json(reports / "metrics.json", metrics)  # no clock (lmforge.timings): MLflow gets it below
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
     inputs = {
         split: DataInput(
@@ -234,4 +235,7 @@ def run(plan: TranslateTrainPlan) -> StageResult:
     }
     tokenizer_json = str(tokenizer_file(translate.tokenizer_dir))
     trained = TrainedModel(str(out_dir / "model.ckpt"), tokenizer_json, "encoder_decoder")  # it translates
-    return StageResult(metrics, artifacts, params={"model": model.to_dict()}, model=trained, inputs=inputs)
+    clock = {k: float(v) for k, v in curves.clock().items() if k in ("tokens_per_second", "wall_seconds")}
+    return StageResult(
+        {**metrics, **clock}, artifacts, params={"model": model.to_dict()}, model=trained, inputs=inputs
+    )
