@@ -18,8 +18,8 @@ default) whose code the lock records:
 
 Stages that pass have their code and config deps' hashes (and params values) written; data deps and
 outputs keep what the lock records. Two outputs record a hash of code bytes rather than of what the
-code does: a pretraining run's `fingerprint.txt` (its resume stamp, over every file of the package)
-keeps the hash of the code that ran, which only makes `train.resume=auto` start afresh; the scaling
+code does: a pretraining run's `fingerprint.txt` (its resume stamp, over the code its stage imports,
+`lmforge.codebase`) keeps the hash of the code that ran, which only makes `train.resume=auto` start afresh; the scaling
 sweep's cell keys (over the code `lmforge.scaling.grid.CELL_MODULE` imports) are in its reports, so a stage that
 runs the sweep is never relocked across a byte change to those files. The others are listed with the first file that failed. A
 rewritten pipelines/experiments/dvc.lock is data of the root `findings` stage: rerun it after
