@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,8 @@ def test_induction_stages_end_to_end(in_workspace):
         assert [(int(r["seed"]), int(r["step"])) for r in rows] == [(s, t) for s in (0, 1) for t in (0, 3, 6)]
         assert all(0.0 <= float(r["max_induction_score"]) <= 1.0 for r in rows)
         assert [int(r["tokens"]) for r in rows[:3]] == [0, 3 * 8 * 64, 6 * 8 * 64]  # batch 8 x 64 tokens
+        train_losses = [float(r["train_loss"]) for r in rows[:3]]  # the trained batch's loss, none at 0
+        assert math.isnan(train_losses[0]) and all(2.0 < x < 12.0 for x in train_losses[1:])
         last = rows[2]
         assert float(last["repeat_gain"]) == pytest.approx(
             float(last["first_copy_loss"]) - float(last["second_copy_loss"]), abs=1e-4
@@ -172,6 +175,24 @@ def test_synthetic_windows_copy_a_span_of_random_tokens_and_are_drawn_from_seed_
     )
     with pytest.raises(ValueError, match="token range"):
         SyntheticRepeats(n=1, length=8, low=5, high=6, bos=1, seed=0, min_span=2, max_span=3)
+
+
+def test_periodic_windows_repeat_a_random_sequence_whose_period_varies():
+    data = SyntheticRepeats(
+        n=20, length=65, low=5, high=69, bos=1, seed=0, min_span=8, max_span=32, periodic=True
+    )
+    periods = set()
+    for index in range(20):
+        ids = data[index]["input_ids"]
+        assert ids.shape == (65,) and ids[0] == 1 and ids.dtype == torch.long
+        body = ids[1:]
+        assert ((body >= 5) & (body < 69)).all()
+        period = next(p for p in range(8, 33) if torch.equal(body[p:], body[:-p]))  # the smallest
+        assert 2 * period <= 64  # repeated at least once
+        periods.add(period)
+    assert len(periods) > 5  # no fixed offset finds the earlier copy
+    assert torch.equal(data.item(4, 0)["input_ids"], data[4]["input_ids"])
+    assert not torch.equal(data.item(4, 1)["input_ids"], data[4]["input_ids"])
 
 
 def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from lmforge.errors import ConfigError
 from lmforge.structured import Group, rooted
 
+DATA = ("text", "synthetic", "periodic")  # what the study trains on (`InductionConfig.data`)
+
 
 @dataclass(frozen=True)
 class InductionConfig:
@@ -16,9 +18,10 @@ class InductionConfig:
     repeat_share: float = 0.0
     min_span: int = 8
     max_span: int = 32
-    # what the model trains on: "text" (the corpus, `repeat_share` of its windows with a copied span) or
+    # what the model trains on: "text" (the corpus, `repeat_share` of its windows with a copied span),
     # "synthetic": random tokens (the first `synthetic_vocab` non-special ids; 0: all of them), every
-    # window with a span of [min_span, max_span] copied to a later place, fresh from (seed, draw, window)
+    # window with a span of [min_span, max_span] copied to a later place, fresh from (seed, draw, window),
+    # or "periodic": such tokens, a sequence of [min_span, max_span] of them repeated to the window's end
     data: str = "text"
     synthetic_vocab: int = 0
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # one training run per seed
@@ -43,8 +46,8 @@ class InductionConfig:
                 f"induction.min_span: got {self.min_span} and max_span {self.max_span}, "
                 "expected 1 <= min_span <= max_span"
             )
-        if self.data not in ("text", "synthetic"):
-            raise ConfigError(f"induction.data: got {self.data!r}, expected 'text' or 'synthetic'")
+        if self.data not in DATA:
+            raise ConfigError(f"induction.data: got {self.data!r}, expected one of {', '.join(DATA)}")
         if self.synthetic_vocab < 0 or self.synthetic_vocab == 1:
             raise ConfigError(
                 f"induction.synthetic_vocab: got {self.synthetic_vocab}, expected 0 (every token) or >= 2"

@@ -6,8 +6,10 @@ induction head does: find the earlier occurrence of the current token, copy the 
 windows repeat, and where, is drawn from (seed, draw, window), like every other random draw of the
 pipeline's data, so a resumed or repeated run sees the same windows.
 
-The synthetic task (`SyntheticRepeats`) replaces the text with random tokens, every window carrying
-a copied span: nothing but copying predicts anything in it.
+The synthetic tasks (`SyntheticRepeats`) replace the text with random tokens: in "synthetic" every
+window carries one copied span; in "periodic" a random sequence of L tokens repeats until the window
+is full, L drawn per window, so that every token after the first L is predictable by copying (and by
+nothing else: L varies, so no fixed offset finds the earlier copy, only matching its content).
 """
 
 from __future__ import annotations
@@ -55,22 +57,44 @@ class RepeatedSpans(Dataset):
         return item
 
 
+def periodic(rng: np.random.Generator, length: int, low: int, high: int, min_span: int, max_span: int):
+    """`length` tokens: L random tokens from [low, high) repeated to fill them, L from [min_span,
+    max_span] (at most half of `length`, so that the sequence repeats at least once)."""
+    top = min(max_span, length // 2)
+    if top < min_span:
+        raise ValueError(f"periodic: {length} tokens have no room for two periods of {min_span}")
+    period = int(rng.integers(min_span, top + 1))
+    seq = rng.integers(low, high, period)
+    return torch.from_numpy(np.resize(seq, length).astype(np.int64))
+
+
 class SyntheticRepeats(Dataset):
-    """`n` windows of `length` tokens: `bos`, then random tokens from [low, high) in which a span of
-    [min_span, max_span] tokens is copied from an earlier place to a later one (`repeat_span`), drawn
-    afresh from (seed, draw, window). The copy's place and distance vary, so only matching content
-    predicts it: with the copy at a fixed distance (the probe's layout, the second half repeating the
-    first), a head that attends a fixed number of positions back would do (docs/findings.md)."""
+    """`n` windows of `length` tokens: `bos`, then random tokens from [low, high), drawn afresh from
+    (seed, draw, window). With `periodic=False` a span of [min_span, max_span] tokens is copied from an
+    earlier place to a later one (`repeat_span`); with `periodic=True` a sequence of that many tokens
+    repeats to the window's end (`periodic`). The copy's distance varies either way, so only matching
+    content predicts it: with the copy at a fixed distance (the probe's layout, the second half
+    repeating the first), a head that attends a fixed number of positions back would do
+    (docs/findings.md)."""
 
     def __init__(
-        self, n: int, length: int, low: int, high: int, bos: int, seed: int, min_span: int, max_span: int
+        self,
+        n: int,
+        length: int,
+        low: int,
+        high: int,
+        bos: int,
+        seed: int,
+        min_span: int,
+        max_span: int,
+        periodic: bool = False,
     ) -> None:
         if not 0 <= low < high - 1:
             raise ValueError(
                 f"SyntheticRepeats: got token range [{low}, {high}), expected two tokens or more"
             )
         self.n, self.length, self.low, self.high, self.bos, self.seed = n, length, low, high, bos, seed
-        self.min_span, self.max_span = min_span, max_span
+        self.min_span, self.max_span, self.periodic = min_span, max_span, periodic
 
     def __len__(self) -> int:
         return self.n
@@ -80,8 +104,11 @@ class SyntheticRepeats(Dataset):
 
     def item(self, index: int, draw: int) -> dict[str, Any]:
         rng = np.random.default_rng([self.seed, draw, index])
-        tokens = torch.from_numpy(rng.integers(self.low, self.high, self.length - 1).astype(np.int64))
-        body = repeat_span(tokens, rng, self.min_span, self.max_span)
+        if self.periodic:
+            body = periodic(rng, self.length - 1, self.low, self.high, self.min_span, self.max_span)
+        else:
+            tokens = torch.from_numpy(rng.integers(self.low, self.high, self.length - 1).astype(np.int64))
+            body = repeat_span(tokens, rng, self.min_span, self.max_span)
         return {"input_ids": torch.cat([torch.tensor([self.bos]), body]), "index": index}
 
 
@@ -96,11 +123,13 @@ class RepeatDataModule(PretrainDataModule):
         min_span: int,
         max_span: int,
         synthetic: tuple[int, int] | None = None,
+        periodic: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.share, self.min_span, self.max_span = share, min_span, max_span
         self.synthetic = synthetic  # (low, high): the token ids of the synthetic task; None: the text
+        self.periodic = periodic  # the synthetic task's layout: a repeating sequence, or one copied span
 
     def dataset(self, split: str) -> Dataset:
         if split == "train" and split not in self.datasets:
@@ -109,7 +138,15 @@ class RepeatDataModule(PretrainDataModule):
                 low, high = self.synthetic
                 n, length = len(natural), self.train.seq_len  # type: ignore[arg-type]
                 self.datasets[split] = SyntheticRepeats(
-                    n, length, low, high, self.specials.eos, self.seed, self.min_span, self.max_span
+                    n,
+                    length,
+                    low,
+                    high,
+                    self.specials.eos,
+                    self.seed,
+                    self.min_span,
+                    self.max_span,
+                    periodic=self.periodic,
                 )
             else:
                 self.datasets[split] = RepeatedSpans(

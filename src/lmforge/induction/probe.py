@@ -1,5 +1,6 @@
 """The probe run during training: induction score, repeated-token losses and in-context learning,
-measured on fixed inputs every `every` optimizer steps (and before the first and after the last)."""
+measured on fixed inputs every `every` optimizer steps (and before the first and after the last),
+beside the loss of that step's training batch."""
 
 from __future__ import annotations
 
@@ -48,9 +49,12 @@ class InductionProbe(L.Callback):
         self.every, self.tokens_per_step = every, tokens_per_step
         self.rows: list[dict[str, Any]] = []
 
-    def record(self, pl_module: L.LightningModule, step: int) -> None:
+    def record(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        step = trainer.global_step
         if self.rows and self.rows[-1]["step"] == step:
             return
+        # the loss of the step's training batch (the task the run learns; nan before the first step)
+        train_loss = float(trainer.callback_metrics.get("train/nll", float("nan"))) if step else float("nan")
         model = pl_module.model
         was_training = model.training
         model.eval()
@@ -62,14 +66,16 @@ class InductionProbe(L.Callback):
                 self.positions,
             )
         model.train(was_training)
-        self.rows.append({"step": step, "tokens": step * self.tokens_per_step, **row})
+        self.rows.append(
+            {"step": step, "tokens": step * self.tokens_per_step, "train_loss": train_loss, **row}
+        )
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.record(pl_module, trainer.global_step)
+        self.record(trainer, pl_module)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         if trainer.global_step % self.every == 0:
-            self.record(pl_module, trainer.global_step)
+            self.record(trainer, pl_module)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.record(pl_module, trainer.global_step)
+        self.record(trainer, pl_module)

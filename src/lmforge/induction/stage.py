@@ -46,6 +46,7 @@ COLUMNS = (
     "seed",
     "step",
     "tokens",
+    "train_loss",
     "max_induction_score",
     "best_layer",
     "best_head",
@@ -84,7 +85,7 @@ def run(plan: InductionPlan) -> StageResult:
             f"induction.synthetic_vocab: got {cfg.synthetic_vocab}, expected at most the "
             f"{job.vocab_size - n_special} non-special tokens of the tokenizer"
         )
-    synthetic = (n_special, high) if cfg.data == "synthetic" else None
+    synthetic = (n_special, high) if cfg.data != "text" else None
     # the probe's random tokens: the synthetic task's own, else the whole vocabulary
     low_high = synthetic or (n_special, job.vocab_size)
     sequences = repeated_sequences(cfg.induction_sequences, cfg.induction_length, *low_high, eos, 0)
@@ -104,6 +105,7 @@ def run(plan: InductionPlan) -> StageResult:
             min_span=cfg.min_span,
             max_span=cfg.max_span,
             synthetic=synthetic,
+            periodic=cfg.data == "periodic",
         )
         module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
@@ -122,7 +124,7 @@ def run(plan: InductionPlan) -> StageResult:
     write_text(out / "curve.csv", _csv(rows))
     finals = {seed: [r for r in rows if r["seed"] == seed][-1] for seed in cfg.seeds}
     metrics = {
-        "repeat_share": 1.0 if cfg.data == "synthetic" else cfg.repeat_share,
+        "repeat_share": 1.0 if cfg.data != "text" else cfg.repeat_share,
         "steps": job.trainer.max_steps,
         "seeds": len(cfg.seeds),
         **{f"max_induction_score_seed{s}": r["max_induction_score"] for s, r in finals.items()},

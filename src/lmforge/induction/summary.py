@@ -21,6 +21,8 @@ from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import interval
 
+TASKS = {"synthetic": "synthetic task", "periodic": "periodic task"}  # the random-token runs' rows
+
 
 def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
     """name -> {"share", "curve": rows by seed} for every run folder under `runs_dir`, by share."""
@@ -30,7 +32,7 @@ def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
             raise DataError(f"{folder}: expected curve.csv and metrics.json (run pipelines/induction.py)")
         metrics = json.loads((folder / "metrics.json").read_text())
         share = metrics["repeat_share"]
-        label = "synthetic task" if metrics.get("data") == "synthetic" else f"{share:.0%} repeated"
+        label = TASKS.get(metrics.get("data", "text"), f"{share:.0%} repeated")
         with (folder / "curve.csv").open() as f:
             rows = list(csv.DictReader(f))
         curve: dict[int, list[dict[str, float]]] = {}
