@@ -8,7 +8,9 @@ sentences in a new seeded order under a new id, so that no document repeats verb
 would drop it as a duplicate, and the corpus would shrink back to the pool).
 
 On each corpus the project's own entry points run, one process each, as a user runs them:
-`prepare` (data=local, a sentence a line), `tokenizer` (byte-level BPE, 8,192, the decoder's),
+`prepare` (data=local, a sentence a line), `tokenizer` (byte-level BPE, 8,192, the decoder's, on
+at most `tokenizer.train_mb` of the corpus; at 100 MB also `tokenizer_whole`, the same on every
+document, `tokenizer.train_mb=0`, with both tokenizers' bytes per token on the validation split),
 `encode` (which turns on every core itself), `pretrain` (the default decoder's recipe for 5 steps, warmup 1, and one validation pass
 over the validation split, which writes the checkpoint) and `validate` (`pipelines/evaluate.py`: a pass over
 the test split, with the unigram baseline it counts over the training split). MLflow is off.
@@ -23,7 +25,8 @@ machine tokenises the text (sentences read into memory first, not timed).
     python -m benchmarks.data_scale --sizes 10mb 100mb --write  # some sizes (the report names them)
     python -m benchmarks.data_scale --sizes 10mb                # one size, nothing written
 
-Keys are flat, `<stage>.<measure>.<size>`, `<stage>.rss_ratio` (1 GB over 10 MB) and
+Keys are flat, `<stage>.<measure>.<size>`, `<stage>.rss_ratio` (1 GB over 10 MB),
+`tokenizer.bytes_per_token.<size>` (and `tokenizer_whole.*` at 100 MB) and
 `encode.ratio_vs_bare` (at 1 GB), so `dvc metrics show reports/bench/data_scale.json` reads them.
 """
 
@@ -47,6 +50,7 @@ POOL = Path("data/large/prepared")  # data=large's prepared corpus
 SIZES = {"10mb": 10e6, "100mb": 100e6, "1gb": 1e9}
 BARE_BATCH = 65_536  # sentences per `encode_batch` call of the bare reference
 STAGES = ("prepare", "tokenizer", "encode", "pretrain", "validate")
+WHOLE_AT = ("100mb",)  # the sizes at which the tokenizer also trains on every document, as a peer
 TOKENIZER = (
     "bpe"  # the preset; its files go under the name bench_bpe, apart from the pipeline's (and its lock)
 )
@@ -148,8 +152,14 @@ def measure(size: str, n_bytes: float, work: Path) -> dict[str, float]:
     tok = [f"tokenizer={TOKENIZER}", f"tokenizer.name=bench_{TOKENIZER}", *paths]
     run = ["run_name=data_scale_bench", "logger=none", *paths]
     python = sys.executable
+    whole = [f"tokenizer.name=bench_{TOKENIZER}_whole", "tokenizer.train_mb=0"]
     commands = {
         "prepare": [python, "pipelines/prepare.py", *data],
+        **(
+            {"tokenizer_whole": [python, "pipelines/train_tokenizer.py", *data, *tok, *whole]}
+            if size in WHOLE_AT
+            else {}
+        ),
         "tokenizer": [python, "pipelines/train_tokenizer.py", *data, *tok],
         "encode": [python, "pipelines/encode.py", *data, *tok],
         "pretrain": [python, "pipelines/pretrain.py", *PRETRAIN, *tok, *run],
@@ -162,6 +172,11 @@ def measure(size: str, n_bytes: float, work: Path) -> dict[str, float]:
         result[f"{stage}.mb_per_s.{size}"] = round(text_mb / seconds, 2)
         result[f"{stage}.rss_mb.{size}"] = round(rss, 1)
         print(f"{size} {stage}: {seconds:.1f} s, {text_mb / seconds:.2f} MB/s, {rss:.0f} MB", flush=True)
+        if stage.startswith("tokenizer"):  # the tokenizer's quality: bytes per token on the val split
+            name = f"bench_{TOKENIZER}" + ("_whole" if stage == "tokenizer_whole" else "")
+            report = json.loads((work / "reports/tokenizer" / f"{name}.json").read_text())
+            result[f"{stage}.bytes_per_token.{size}"] = round(report["bytes_per_token"], 4)
+            result[f"{stage}.train_every.{size}"] = report["train_every"]
     bare = bare_encode_seconds(
         work / "artifacts/tokenizers" / f"bench_{TOKENIZER}" / "tokenizer.json", work / "data/prepared"
     )

@@ -9,12 +9,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import entry_stage, group_yaml
-from lmforge.data.documents import iter_sentences, read_split, write_prepared
+from lmforge.data.documents import Document, iter_sentences, read_split, split_files, write_prepared
 from lmforge.errors import ConfigError, DataError
 from lmforge.tokenizer import SpecialTokens, load_tokenizer, special_token_ids
 from lmforge.tokenizer.builders import train_tokenizer
 from lmforge.tokenizer.config import tokenizer_config
 from lmforge.tokenizer.stats import tokenizer_stats
+from lmforge.tokenizer.train import every_kth, sample_stride
 
 
 def test_wordpiece_layout_post_processor_and_round_trip(tokenizer_cfg):
@@ -121,7 +122,9 @@ def test_missing_tokenizer_file_is_a_data_error(tmp_path):
         load_tokenizer(tmp_path)
 
 
-@pytest.mark.parametrize(("key", "value"), [("kind", "unigram"), ("vocab_size", 0), ("n_sentinels", -1)])
+@pytest.mark.parametrize(
+    ("key", "value"), [("kind", "unigram"), ("vocab_size", 0), ("n_sentinels", -1), ("train_mb", -1)]
+)
 def test_bad_tokenizer_config_is_a_one_line_config_error(key, value):
     with pytest.raises(ConfigError) as info:
         tokenizer_config(OmegaConf.create({key: value}))
@@ -165,3 +168,42 @@ def test_stats_read_a_bounded_sample_of_whole_sentences(tokenizer_cfg):
     assert {k: v for k, v in tokenizer_stats(tok, read).items() if k != "sample_complete"} == {
         k: v for k, v in part.items() if k != "sample_complete"
     }
+
+
+def test_a_corpus_over_train_mb_trains_on_every_kth_document(tokenizer_cfg):
+    """Over `tokenizer.train_mb` the trainer reads an evenly spaced sample: documents 0, k, 2k, ...
+    of the split, k the smallest stride that fits, and the report says so; under it, every document."""
+    prepared = Path(tokenizer_cfg.data.prepared_dir)
+    docs = list(read_split(prepared, "train"))
+    shard = prepared / "train-00000.jsonl"
+    size_mb = shard.stat().st_size / 1e6
+    report = Path(tokenizer_cfg.tokenizer.reports_dir) / "wp.json"
+
+    entry_stage("train_tokenizer")(tokenizer_cfg)  # the default 32 MB holds the whole split
+    whole = json.loads(report.read_text())
+    assert (whole["train_every"], whole["train_documents"]) == (1, len(docs))
+    assert whole["train_sentences"] == sum(len(d.sentences) for d in docs)
+
+    tokenizer_cfg.tokenizer.train_mb = size_mb / 3.5  # a stride of 4
+    entry_stage("train_tokenizer")(tokenizer_cfg)
+    sampled = json.loads(report.read_text())
+    kept = docs[::4]
+    assert (sampled["train_every"], sampled["train_documents"]) == (4, len(kept))
+    assert sampled["train_sentences"] == sum(len(d.sentences) for d in kept)
+    # the tokenizer is the one trained on exactly those documents
+    direct = train_tokenizer(
+        tokenizer_config(tokenizer_cfg.tokenizer), [[s for d in kept for s in d.sentences]]
+    )
+    saved = load_tokenizer(Path(tokenizer_cfg.tokenizer.dir) / "wp")
+    assert saved.get_vocab() == direct.get_vocab()
+
+
+def test_the_sample_stride_counts_across_shards(tmp_path):
+    docs = [Document(f"d{i}", "test", (f"Sentence {i}.",)) for i in range(7)]
+    write_prepared(tmp_path, {"train": docs}, shard_bytes=1)  # one document a shard
+    files = split_files(tmp_path, "train")
+    assert len(files) == 7
+    assert [d.id for d in every_kth(files, 3)] == [docs[i].id for i in (0, 3, 6)]
+    total_mb = sum(f.stat().st_size for f in files) / 1e6
+    assert sample_stride(files, 0) == 1 and sample_stride(files, total_mb) == 1
+    assert sample_stride(files, total_mb * 0.6) == 2 and sample_stride(files, total_mb * 0.4) == 3

@@ -19,7 +19,6 @@ it resumed) is timing.json beside it (`lmforge.timings`), which the sweep's tabl
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +30,7 @@ from lmforge.io import write_json
 from lmforge.objectives.summary import SplitSums, summarise
 from lmforge.scaling.config import ScalingConfig
 from lmforge.scaling.grid import Cell
+from lmforge.timings import read_clock_file, write_clock_file
 from lmforge.tokenizer.specials import SpecialTokens
 from lmforge.training.callbacks import CurveWriter, RandomState
 from lmforge.training.checkpoints import Checkpoints, check_weights, read_checkpoint
@@ -149,15 +149,11 @@ def evaluate(module: PretrainModule, data: PretrainDataModule, cfg: ScalingConfi
 
 def read_timing(folder: Path) -> dict[str, Any]:
     """A cell's clock: {} for a cell whose timing is lost (a clock is never a reason to retrain)."""
-    try:
-        values = json.loads((folder / TIMING).read_text())
-    except (OSError, ValueError):
-        return {}
-    return values if isinstance(values, dict) else {}
+    return read_clock_file(folder / TIMING)
 
 
 def save_result(folder: Path, result: dict[str, Any], timing: dict[str, Any]) -> None:
-    write_json(folder / TIMING, timing)
+    write_clock_file(folder / TIMING, timing)
     write_json(folder / "result.json", result)
     for name in ("last.ckpt", "train_loss.csv", "val_loss.csv"):
         (folder / name).unlink(missing_ok=True)

@@ -27,6 +27,10 @@ class TokenizerConfig:
     encoded_dir: str = rooted("data/encoded", "${paths.data}/encoded")  # encode stage: {encoded_dir}/{name}/
     reports_dir: str = rooted("reports/tokenizer", "${paths.reports}/tokenizer")  # {reports_dir}/{name}.json
     batch_size: int = 1000  # sentences per batch when training / encoding
+    # Train on at most this many MB of the train split: every k-th document, k the smallest that fits
+    # (0: every document). The trainer's memory grows with the distinct words it counts, so a cap
+    # keeps it flat however large the corpus (docs/data.md); smaller corpora are read whole.
+    train_mb: float = 32.0
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -34,6 +38,8 @@ class TokenizerConfig:
         for key in ("vocab_size", "min_frequency", "batch_size"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"tokenizer.{key}={getattr(self, key)}; expected a positive integer")
+        if self.train_mb < 0:
+            raise ConfigError(f"tokenizer.train_mb={self.train_mb}; expected >= 0 (0: the whole train split)")
         if self.n_sentinels < 0:
             raise ConfigError(f"tokenizer.n_sentinels={self.n_sentinels}; expected >= 0")
 

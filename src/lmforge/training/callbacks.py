@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from typing import Any
 import lightning as L
 import torch
 
-from lmforge.io import write_json, write_text
+from lmforge.io import write_text
+from lmforge.timings import read_clock_file, write_clock_file
 
 TRAIN_COLUMNS = {"train/nll": "train_loss", "train/nsp_loss": "train_nsp_loss"}
 VAL_COLUMNS = {
@@ -102,9 +102,13 @@ class CurveWriter(L.Callback):
             "whole_run": self.whole_run,
         }
 
+    def clock_metrics(self) -> dict[str, float]:
+        """The clock's numbers a stage logs to MLflow beside its metrics: throughput and wall time."""
+        return {"tokens_per_second": float(self.tokens_per_second), "wall_seconds": float(self.wall_seconds)}
+
     def _write_clock(self) -> None:
         if self.timings is not None:
-            write_json(self.timings, self.clock())
+            write_clock_file(self.timings, self.clock())  # best effort: a clock never fails a run
 
     def state_dict(self) -> dict[str, Any]:
         return {"train": self.train, "val": self.val, "tokens": self.tokens}
@@ -112,7 +116,7 @@ class CurveWriter(L.Callback):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.train, self.val = list(state["train"]), list(state["val"])
         self.tokens = int(state["tokens"])
-        before = _read_clock(self.timings)
+        before = read_clock_file(self.timings)
         try:
             if before["tokens_seen"] != self.tokens:
                 raise KeyError("tokens_seen")  # written at another checkpoint
@@ -148,16 +152,6 @@ class RandomState(L.Callback):
             if "cuda" in self._pending and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(self._pending["cuda"])
             self._pending = None
-
-
-def _read_clock(path: Path | None) -> dict[str, Any]:
-    if path is None or not path.is_file():
-        return {}
-    try:
-        values = json.loads(path.read_text())
-    except ValueError:
-        return {}
-    return values if isinstance(values, dict) else {}
 
 
 def _row(step: int, metrics: dict[str, Any], columns: dict[str, str]) -> dict[str, float]:

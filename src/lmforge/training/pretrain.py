@@ -321,9 +321,8 @@ def _fit(job: Run, start: Start, stamp_text: str, build: Callable[[], PretrainMo
         )  # no clock: its consumers read only what the inputs decide
     artifacts = [str(reports / name) for name in ("metrics.json", "train_loss.csv", "val_loss.csv")]
     best = Path(train.out_dir) / "best.ckpt"
-    clock = {k: float(v) for k, v in curves.clock().items() if k in ("tokens_per_second", "wall_seconds")}
     return StageResult(
-        {**metrics, **clock},  # MLflow gets the clock too
+        {**metrics, **curves.clock_metrics()},  # MLflow gets the clock too
         artifacts,
         # what ran where the config says otherwise: the tokenizer decides the vocabulary and padding,
         # a distilled student trains on its teacher's objective

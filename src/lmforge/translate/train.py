@@ -235,7 +235,10 @@ def run(plan: TranslateTrainPlan) -> StageResult:
     }
     tokenizer_json = str(tokenizer_file(translate.tokenizer_dir))
     trained = TrainedModel(str(out_dir / "model.ckpt"), tokenizer_json, "encoder_decoder")  # it translates
-    clock = {k: float(v) for k, v in curves.clock().items() if k in ("tokens_per_second", "wall_seconds")}
     return StageResult(
-        {**metrics, **clock}, artifacts, params={"model": model.to_dict()}, model=trained, inputs=inputs
+        {**metrics, **curves.clock_metrics()},
+        artifacts,
+        params={"model": model.to_dict()},
+        model=trained,
+        inputs=inputs,
     )
