@@ -390,40 +390,39 @@ NONE = ([], 0.0, (-0.2, -0.25, -0.15))  # in-context learning without induction 
     "attn_only, heads, icl",
     [
         ((["L2H1"], 3.0, (-0.2, -0.25, -0.15)), REPRODUCED, REPRODUCED),
-        (NONE, REFUTED, REPRODUCED),  # in-context learning without induction heads
+        (NONE, NOT_IDENTIFIED, REPRODUCED),  # ICL without induction heads, and no control run
         ((["L2H1"], 3.0, (0.0, -0.05, 0.05)), REPRODUCED, NOT_DISTINGUISHABLE),  # heads, ICL covers zero
         ((["L2H1"], 3.0, (0.1, 0.05, 0.15)), REPRODUCED, REFUTED),  # later tokens predicted worse
-        ((["L2H1"], 0.1, (-0.2, -0.25, -0.15)), REFUTED, REPRODUCED),  # a head that does not copy
+        ((["L2H1"], 0.1, (-0.2, -0.25, -0.15)), NOT_IDENTIFIED, REPRODUCED),  # a head that does not copy
     ],
 )
 def test_induction_decides_heads_and_in_context_learning_per_decoder(tmp_path, attn_only, heads, icl):
+    """Without the study's positive control, a missing head is not identified: nothing showed that this
+    training can form one."""
     reports = {
         "interpret/decoder/interpret.json": interpret_report(*NONE),
         "interpret/attn_only/interpret.json": interpret_report(*attn_only),
     }
     found = CLAIMS["induction"].test(workspace(tmp_path, reports), FindingsConfig(), tmp_path / "figures")
     assert {p.name: p.verdict for p in found.parts} == {
-        "induction heads in the default decoder": REFUTED,
+        "induction heads in the default decoder": NOT_IDENTIFIED,
         "in-context learning in the default decoder": REPRODUCED,
         "induction heads in the attention-only decoder": heads,
         "in-context learning in the attention-only decoder": icl,
     }
-    assert found.verdict == MIXED  # the default decoder's heads are refuted, its ICL reproduced
+    assert found.verdict == MIXED
+    assert "no positive control was run, so no absence here refutes" in found.parts[0].note
 
 
-def test_the_repeated_span_study_adds_a_part_per_share_decided_by_the_seeds_interval(tmp_path):
-    def share(value: float, score: list[float]) -> dict:
-        return {"repeat_share": value, "seeds": [0, 1, 2], "steps": 1000, "max_induction_score": score,
-                "first_step_above_threshold": {"0": None, "1": 400, "2": None}}  # fmt: skip
+def study_row(value: float, score: list[float], data: str = "text", verdict: str = "") -> dict:
+    return {"repeat_share": value, "seeds": [0, 1, 2], "steps": 1000, "max_induction_score": score,
+            "first_step_above_threshold": {"0": None, "1": 400, "2": None}, "data": data,
+            "label": f"{data} task" if data != "text" else f"{value:.0%} repeated",
+            "verdict": verdict or ("forms" if score[1] > 0.3 else "does not form")}  # fmt: skip
 
-    study = {
-        "threshold": 0.3,
-        "shares": [
-            share(0.0, [0.01, 0.005, 0.015]),
-            share(0.2, [0.3, 0.1, 0.5]),
-            share(0.5, [0.6, 0.5, 0.7]),
-        ],
-    }
+
+def study_finding(tmp_path, study: dict):
+    """The induction claim on two decoders without heads and the study `study`."""
     reports = {
         "interpret/decoder/interpret.json": interpret_report(*NONE),
         "interpret/attn_only/interpret.json": interpret_report(*NONE),
@@ -431,16 +430,56 @@ def test_the_repeated_span_study_adds_a_part_per_share_decided_by_the_seeds_inte
     }
     ev = workspace(tmp_path, reports, pinned={"induction/summary.json": "induction_summary"})
     (tmp_path / "reports/induction/induction.png").write_bytes(b"png")
-    found = CLAIMS["induction"].test(ev, FindingsConfig(), tmp_path / "figures")
-    shares = {p.name: p.verdict for p in found.parts if "repeated windows" in p.name}
+    return CLAIMS["induction"].test(ev, FindingsConfig(), tmp_path / "figures")
+
+
+def test_the_repeated_span_study_adds_a_part_per_share_decided_by_the_seeds_interval(tmp_path):
+    share = study_row
+    study = {
+        "threshold": 0.3,
+        "shares": [
+            share(0.0, [0.01, 0.005, 0.015]),
+            share(0.2, [0.3, 0.1, 0.5]),
+            share(0.5, [0.6, 0.5, 0.7]),
+            share(1.0, [0.9, 0.85, 0.95], data="periodic"),  # the positive control formed a head
+        ],
+    }
+    found = study_finding(tmp_path, study)
+    shares = {p.name: p.verdict for p in found.parts if "attention-only induction heads" in p.name}
     head = "attention-only induction heads at {} repeated windows"
     assert shares == {
-        head.format("0%"): REFUTED,
+        head.format("0%"): REFUTED,  # the control shows this training forms heads; none formed here
         head.format("20%"): NOT_DISTINGUISHABLE,
         head.format("50%"): REPRODUCED,
+        "attention-only induction heads on the periodic task": REPRODUCED,
     }
     assert "first above it at step: never, 400, never" in found.parts[-2].note
     assert found.figure.name == "induction.png" and found.figure.parent.name == "induction"
+    verdicts = {p.name: p.verdict for p in found.parts}
+    assert verdicts["induction heads in the default decoder"] == REFUTED  # the control formed a head
+
+
+def test_without_a_control_that_formed_a_head_no_missing_head_is_refuted(tmp_path):
+    study = {
+        "threshold": 0.3,
+        "shares": [
+            study_row(0.0, [0.01, 0.005, 0.015]),
+            study_row(1.0, [0.01, 0.008, 0.012], data="periodic"),  # the control: no head either
+        ],
+    }
+    found = study_finding(tmp_path, study)
+    verdicts = {p.name: p.verdict for p in found.parts}
+    assert verdicts == {
+        "induction heads in the default decoder": NOT_IDENTIFIED,
+        "in-context learning in the default decoder": REPRODUCED,
+        "induction heads in the attention-only decoder": NOT_IDENTIFIED,
+        "in-context learning in the attention-only decoder": REPRODUCED,
+        "attention-only induction heads at 0% repeated windows": NOT_IDENTIFIED,
+        "attention-only induction heads on the periodic task": NOT_IDENTIFIED,
+    }
+    assert (
+        "no positive control formed a head (best: periodic task, 0.010 at step 1000)" in found.parts[0].note
+    )
 
 
 def test_induction_is_not_tested_without_the_attention_only_report(tmp_path):

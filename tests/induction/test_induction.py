@@ -148,6 +148,21 @@ def test_the_synthetic_task_trains_and_summarises_apart(in_workspace):
         induction_config(f"induction.runs_dir={runs}", f"induction.out_dir={out}")
     )
     assert "| synthetic task | 1 | 6 |" in Path(out, "summary.md").read_text()
+
+    # two runs of one kind, one on the periodic task: each row says which run it is
+    for name, data in [("repeating", "periodic"), ("again", "periodic")]:
+        entry_stage("induction")(
+            induction_config(
+                f"induction.name={name}", f"induction.data={data}", "induction.synthetic_vocab=20",
+                "induction.seeds=[0]", f"induction.runs_dir={runs}",
+            )  # fmt: skip
+        )
+    entry_stage("induction_summary")(
+        induction_config(f"induction.runs_dir={runs}", f"induction.out_dir={out}")
+    )
+    table = Path(out, "summary.md").read_text()
+    assert "| synthetic task | 1 | 6 |" in table  # the only one of its kind keeps its plain label
+    assert "| periodic task (again) | 1 | 6 |" in table and "| periodic task (repeating) | 1 | 6 |" in table
     assert Path(out, "induction.png").is_file()
 
 

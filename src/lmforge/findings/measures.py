@@ -359,7 +359,29 @@ def scaling(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> M
 
 def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) -> Measured:
     """Per decoder, two parts: whether heads above the induction threshold copy repeated text, and
-    the in-context-learning score's interval at the end of training."""
+    the in-context-learning score's interval at the end of training; then a part per run of the
+    repeated-span study. A missing head refutes only where the design could have seen one form: where
+    the study's positive control (a random-token task, where nothing but copying predicts the copies)
+    formed a head within its budget. Each part carries `control` for the rule."""
+    try:  # the repeated-span study (pipelines/experiments: induction), when it has run
+        study: dict | None = ev.json(claim.sources["study"])
+        missing = ""
+    except MissingEvidence as err:
+        study, missing = None, str(err)
+    rows = study["shares"] if study else []
+    controls = [row for row in rows if row.get("data", "text") != "text"]
+    formed_control = any(row["verdict"] == "forms" for row in controls)
+    if formed_control:
+        control_note = "the positive control formed a head"
+    elif controls:
+        best = max(controls, key=lambda row: row["max_induction_score"][0])
+        control_note = (
+            f"no positive control formed a head (best: {best['label']}, "
+            f"{best['max_induction_score'][0]:.3f} at step {best['steps']}), so no absence here refutes"
+        )
+    else:
+        control_note = "no positive control was run, so no absence here refutes"
+
     parts, numbers, formed = [], [], []
     for name, label in claim.keys["decoders"].items():
         report = ev.json(claim.sources["report"].format(name=name))
@@ -371,9 +393,9 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
         parts += [
             Part(
                 f"induction heads in the {label}",
-                {"heads": heads},
+                {"heads": heads, "control": formed_control},
                 note=f"largest score {largest:.3f} (threshold {report['induction_threshold']}), first copy - "
-                f"second {report['repeat_gain']:+.2f} nats",
+                f"second {report['repeat_gain']:+.2f} nats" + ("" if heads else f"; {control_note}"),
             ),
             Part(f"in-context learning in the {label}", {"icl": icl}, note=f"ICL score {icl.show()} nats"),
         ]
@@ -398,25 +420,21 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
     # the figure of a decoder where heads formed, else of the cleanest place to look (the last)
     shown = formed[0] if formed else list(claim.keys["decoders"])[-1]
     figure = ev.path(claim.sources["figure"].format(name=shown))
-    try:  # the repeated-span study (pipelines/experiments: induction), when it has run
-        study = ev.json(claim.sources["study"])
-    except MissingEvidence as err:
-        numbers.append(("the repeated-span study", f"not read ({err})"))
+    if study is None:
+        numbers.append(("the repeated-span study", f"not read ({missing})"))
         return Measured(parts, numbers, figure)
-    for row in study["shares"]:
+    numbers.append(("the study's positive control (random tokens)", control_note))
+    for row in rows:
         score = Interval(*row["max_induction_score"])
         first = ", ".join(
             "never" if s is None else str(s) for s in row["first_step_above_threshold"].values()
         )
+        task = row.get("data", "text") != "text"
         parts.append(
             Part(
                 "attention-only induction heads "
-                + (
-                    f"on the {label}"
-                    if (label := row.get("label", "")) == "synthetic task"
-                    else f"at {row['repeat_share']:.0%} repeated windows"
-                ),
-                {"score": score, "threshold": study["threshold"]},
+                + (f"on the {row['label']}" if task else f"at {row['repeat_share']:.0%} repeated windows"),
+                {"score": score, "threshold": study["threshold"], "control": formed_control},
                 note=f"best head's score at step {row['steps']} {score.show(signed=False)} over "
                 f"{len(row['seeds'])} seeds (threshold {study['threshold']}; first above it at step: {first})",
             )

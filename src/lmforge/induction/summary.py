@@ -38,9 +38,18 @@ def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
         curve: dict[int, list[dict[str, float]]] = {}
         for row in rows:
             curve.setdefault(int(row["seed"]), []).append({k: float(v) for k, v in row.items()})
-        found[folder.name] = {"share": share, "label": label, "curve": curve}
+        found[folder.name] = {
+            "share": share,
+            "data": metrics.get("data", "text"),
+            "label": label,
+            "curve": curve,
+        }
     if not found:
         raise DataError(f"{runs_dir}: no induction runs, expected folders written by pipelines/induction.py")
+    labels = [run_["label"] for run_ in found.values()]
+    for name, run_ in found.items():  # runs of the same kind are told apart by their folder's name
+        if labels.count(run_["label"]) > 1:
+            run_["label"] = f"{run_['label']} ({name})"
     return dict(sorted(found.items(), key=lambda item: item[1]["share"]))
 
 
@@ -82,6 +91,7 @@ def summarise(plan: InductionSummaryPlan) -> StageResult:
                 "name": name,
                 "repeat_share": run_["share"],
                 "label": run_["label"],
+                "data": run_["data"],  # text, or a random-token task (the positive control)
                 "seeds": sorted(finals),
                 "steps": int(next(iter(finals.values()))["step"]),
                 "max_induction_score": [score, low, high],
@@ -133,13 +143,21 @@ def _markdown(report: dict[str, Any]) -> str:
 
 def _figure(runs: dict[str, dict[str, Any]], threshold: float, out: Path) -> Path:
     """Per step, one line per seed: the best head's induction score, the copy-loss gain on the probe's
-    repeated random tokens, and the ICL score on natural text."""
-    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4), dpi=100)
-    panels = ((left, "max_induction_score"), (middle, "repeat_gain"), (right, "icl_score"))
+    repeated random tokens, the loss of the batch trained on (where the curve has it), and the ICL
+    score on natural text."""
+    fig, (left, middle, task, right) = plt.subplots(1, 4, figsize=(20, 4), dpi=100)
+    panels = (
+        (left, "max_induction_score"),
+        (middle, "repeat_gain"),
+        (task, "train_loss"),
+        (right, "icl_score"),
+    )
     for i, run_ in enumerate(runs.values()):
         for j, rows in enumerate(run_["curve"].values()):
             steps = [r["step"] for r in rows]
             for ax, key in panels:
+                if key not in rows[0]:  # curves written before the column existed
+                    continue
                 label = run_["label"] if j == 0 else None
                 ax.plot(steps, [r[key] for r in rows], color=f"C{i}", alpha=0.8, label=label, linewidth=1)
     left.axhline(threshold, color="grey", linestyle=":", label="threshold")
@@ -155,9 +173,15 @@ def _figure(runs: dict[str, dict[str, Any]], threshold: float, out: Path) -> Pat
         ylabel="first copy's loss - second's (nats)",
         title="copy-loss gain on repeated random tokens",
     )
+    task.set(
+        xlabel="training step",
+        ylabel="training batch's loss (nats)",
+        title="loss on the task trained on (a drop: copying found)",
+    )
     right.axhline(0, color="grey", linestyle=":")
     right.set(xlabel="training step", ylabel="ICL score (nats)", title="in-context learning on natural text")
-    for ax in (left, middle, right):
+    for ax in (left, middle, task, right):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     return save_figure(fig, out)
