@@ -194,7 +194,7 @@ def test_synthetic_windows_copy_a_span_of_random_tokens_and_are_drawn_from_seed_
 
 def test_periodic_windows_repeat_a_random_sequence_whose_period_varies():
     data = SyntheticRepeats(
-        n=20, length=65, low=5, high=69, bos=1, seed=0, min_span=8, max_span=32, periodic=True
+        n=20, length=65, low=5, high=69, bos=1, seed=0, min_span=8, max_span=32, layout="periodic"
     )
     periods = set()
     for index in range(20):
@@ -208,6 +208,34 @@ def test_periodic_windows_repeat_a_random_sequence_whose_period_varies():
     assert len(periods) > 5  # no fixed offset finds the earlier copy
     assert torch.equal(data.item(4, 0)["input_ids"], data[4]["input_ids"])
     assert not torch.equal(data.item(4, 1)["input_ids"], data[4]["input_ids"])
+
+
+def test_copies_windows_copy_spans_from_distances_that_vary():
+    data = SyntheticRepeats(
+        n=50, length=128, low=5, high=69, bos=1, seed=0, min_span=8, max_span=16, layout="copies"
+    )
+    distances: set[int] = set()
+    repeated = total = 0
+    for index in range(50):
+        ids = data[index]["input_ids"]
+        assert ids.shape == (128,) and ids[0] == 1 and ids.dtype == torch.long
+        body = ids[1:].tolist()
+        assert all(5 <= t < 69 for t in body)
+        # a 5-gram of 64 random tokens seen before is (all but surely) inside a copy
+        for t in range(4, len(body)):
+            earlier = [u for u in range(4, t) if body[u - 4 : u + 1] == body[t - 4 : t + 1]]
+            repeated += bool(earlier)
+            distances.update(t - u for u in earlier)
+        total += len(body)
+    # about 40% of tokens lie in copies (less each copy's first 4 here); the periodic layout gives ~70%
+    assert 0.15 < repeated / total < 0.45
+    assert len(distances) > 40  # no fixed offset finds the copies
+    assert torch.equal(data.item(4, 0)["input_ids"], data[4]["input_ids"])
+    assert not torch.equal(data.item(4, 1)["input_ids"], data[4]["input_ids"])
+    with pytest.raises(ValueError, match="layout 'spiral'"):
+        SyntheticRepeats(
+            n=1, length=8, low=5, high=69, bos=1, seed=0, min_span=2, max_span=3, layout="spiral"
+        )
 
 
 def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from lmforge.errors import ConfigError
 from lmforge.structured import Group, rooted
 
-DATA = ("text", "synthetic", "periodic")  # what the study trains on (`InductionConfig.data`)
+DATA = ("text", "synthetic", "periodic", "copies")  # what the study trains on (`InductionConfig.data`)
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class InductionConfig:
     # "synthetic": random tokens (the first `synthetic_vocab` non-special ids; 0: all of them), every
     # window with a span of [min_span, max_span] copied to a later place, fresh from (seed, draw, window),
     # or "periodic": such tokens, a sequence of [min_span, max_span] of them repeated to the window's end
+    # or "copies": such tokens in spans of [min_span, max_span], half of those after the first copies of
+    # a stretch from anywhere earlier in the window (lmforge.induction.data)
     data: str = "text"
     synthetic_vocab: int = 0
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # one training run per seed

@@ -8,8 +8,11 @@ pipeline's data, so a resumed or repeated run sees the same windows.
 
 The synthetic tasks (`SyntheticRepeats`) replace the text with random tokens: in "synthetic" every
 window carries one copied span; in "periodic" a random sequence of L tokens repeats until the window
-is full, L drawn per window, so that every token after the first L is predictable by copying (and by
-nothing else: L varies, so no fixed offset finds the earlier copy, only matching its content).
+is full, L drawn per window, so that every token after the first L is predictable by copying; in
+"copies" the window is cut into spans, each after the first either fresh or, half the time, a copy of
+a stretch from anywhere earlier in the window. The periodic task still rewards a head that attends a
+fixed number of positions back (it finds every window of that one period: docs/findings.md); in
+"copies" each copy's distance is drawn anew, so only matching the content finds it.
 """
 
 from __future__ import annotations
@@ -68,14 +71,34 @@ def periodic(rng: np.random.Generator, length: int, low: int, high: int, min_spa
     return torch.from_numpy(np.resize(seq, length).astype(np.int64))
 
 
+def copies(rng: np.random.Generator, length: int, low: int, high: int, min_span: int, max_span: int):
+    """`length` random tokens from [low, high) cut into spans of [min_span, max_span]: each span after
+    the first is, with probability 1/2, a copy of a stretch of its length from anywhere before it."""
+    if 2 * min_span > length:
+        raise ValueError(f"copies: {length} tokens have no room for two spans of {min_span}")
+    body = rng.integers(low, high, length)
+    start = int(rng.integers(min_span, max_span + 1))  # the first span is always fresh
+    while start < length:
+        span = int(rng.integers(min_span, max_span + 1))
+        if start >= span and rng.random() < 0.5:
+            source = int(rng.integers(0, start - span + 1))  # the stretch ends at or before `start`
+            end = min(start + span, length)
+            body[start:end] = body[source : source + end - start]
+        start += span
+    return torch.from_numpy(body.astype(np.int64))
+
+
+LAYOUTS = {"synthetic", "periodic", "copies"}  # SyntheticRepeats' layouts, InductionConfig.data's names
+
+
 class SyntheticRepeats(Dataset):
     """`n` windows of `length` tokens: `bos`, then random tokens from [low, high), drawn afresh from
-    (seed, draw, window). With `periodic=False` a span of [min_span, max_span] tokens is copied from an
-    earlier place to a later one (`repeat_span`); with `periodic=True` a sequence of that many tokens
-    repeats to the window's end (`periodic`). The copy's distance varies either way, so only matching
-    content predicts it: with the copy at a fixed distance (the probe's layout, the second half
-    repeating the first), a head that attends a fixed number of positions back would do
-    (docs/findings.md)."""
+    (seed, draw, window), laid out as `layout` says: "synthetic", a span of [min_span, max_span] tokens
+    copied from an earlier place to a later one (`repeat_span`); "periodic", a sequence of that many
+    tokens repeated to the window's end (`periodic`); "copies", spans of that many, half of them copies
+    of earlier stretches (`copies`). The copy's distance varies in each, so no one fixed offset predicts
+    every copy: with the copy at a fixed distance (the probe's layout, the second half repeating the
+    first), a head that attends a fixed number of positions back would do (docs/findings.md)."""
 
     def __init__(
         self,
@@ -87,14 +110,16 @@ class SyntheticRepeats(Dataset):
         seed: int,
         min_span: int,
         max_span: int,
-        periodic: bool = False,
+        layout: str = "synthetic",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"SyntheticRepeats: got layout {layout!r}, expected one of {sorted(LAYOUTS)}")
         if not 0 <= low < high - 1:
             raise ValueError(
                 f"SyntheticRepeats: got token range [{low}, {high}), expected two tokens or more"
             )
         self.n, self.length, self.low, self.high, self.bos, self.seed = n, length, low, high, bos, seed
-        self.min_span, self.max_span, self.periodic = min_span, max_span, periodic
+        self.min_span, self.max_span, self.layout = min_span, max_span, layout
 
     def __len__(self) -> int:
         return self.n
@@ -104,8 +129,10 @@ class SyntheticRepeats(Dataset):
 
     def item(self, index: int, draw: int) -> dict[str, Any]:
         rng = np.random.default_rng([self.seed, draw, index])
-        if self.periodic:
+        if self.layout == "periodic":
             body = periodic(rng, self.length - 1, self.low, self.high, self.min_span, self.max_span)
+        elif self.layout == "copies":
+            body = copies(rng, self.length - 1, self.low, self.high, self.min_span, self.max_span)
         else:
             tokens = torch.from_numpy(rng.integers(self.low, self.high, self.length - 1).astype(np.int64))
             body = repeat_span(tokens, rng, self.min_span, self.max_span)
@@ -123,13 +150,13 @@ class RepeatDataModule(PretrainDataModule):
         min_span: int,
         max_span: int,
         synthetic: tuple[int, int] | None = None,
-        periodic: bool = False,
+        layout: str = "synthetic",
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.share, self.min_span, self.max_span = share, min_span, max_span
         self.synthetic = synthetic  # (low, high): the token ids of the synthetic task; None: the text
-        self.periodic = periodic  # the synthetic task's layout: a repeating sequence, or one copied span
+        self.layout = layout  # the synthetic task's layout (SyntheticRepeats)
 
     def dataset(self, split: str) -> Dataset:
         if split == "train" and split not in self.datasets:
@@ -146,7 +173,7 @@ class RepeatDataModule(PretrainDataModule):
                     self.seed,
                     self.min_span,
                     self.max_span,
-                    periodic=self.periodic,
+                    layout=self.layout,
                 )
             else:
                 self.datasets[split] = RepeatedSpans(

@@ -105,7 +105,7 @@ def run(plan: InductionPlan) -> StageResult:
             min_span=cfg.min_span,
             max_span=cfg.max_span,
             synthetic=synthetic,
-            periodic=cfg.data == "periodic",
+            layout=cfg.data,
         )
         module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)

@@ -21,7 +21,8 @@ from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import interval
 
-TASKS = {"synthetic": "synthetic task", "periodic": "periodic task"}  # the random-token runs' rows
+# the random-token runs' rows
+TASKS = {"synthetic": "synthetic task", "periodic": "periodic task", "copies": "copies task"}
 
 
 def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
