@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from lmforge.errors import ConfigError
 from lmforge.structured import Group, rooted
 
-DATA = ("text", "synthetic", "periodic", "copies")  # what the study trains on (`InductionConfig.data`)
+TASKS = ("synthetic", "periodic", "copies")  # the random-token tasks (lmforge.induction.data's layouts)
+DATA = ("text", *TASKS)  # what the study trains on (`InductionConfig.data`)
 
 
 @dataclass(frozen=True)

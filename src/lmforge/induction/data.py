@@ -23,16 +23,22 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from lmforge.induction.config import TASKS
 from lmforge.training.datamodule import PretrainDataModule
+
+
+def longest_span(what: str, length: int, min_span: int, max_span: int) -> int:
+    """The longest span of [min_span, max_span] that fits twice in `length` tokens; ValueError if none."""
+    top = min(max_span, length // 2)
+    if top < min_span:
+        raise ValueError(f"{what}: {length} tokens have no room for two spans of {min_span}")
+    return top
 
 
 def repeat_span(ids: torch.Tensor, rng: np.random.Generator, min_span: int, max_span: int) -> torch.Tensor:
     """A copy of the 1-D `ids` whose tokens [b, b + L) repeat its tokens [a, a + L), with a + L <= b."""
     length = ids.numel()
-    top = min(max_span, length // 2)
-    if top < min_span:
-        raise ValueError(f"repeat_span: a window of {length} tokens has no room for two spans of {min_span}")
-    span = int(rng.integers(min_span, top + 1))
+    span = int(rng.integers(min_span, longest_span("repeat_span", length, min_span, max_span) + 1))
     a = int(rng.integers(0, length - 2 * span + 1))
     b = int(rng.integers(a + span, length - span + 1))
     out = ids.clone()
@@ -63,10 +69,7 @@ class RepeatedSpans(Dataset):
 def periodic(rng: np.random.Generator, length: int, low: int, high: int, min_span: int, max_span: int):
     """`length` tokens: L random tokens from [low, high) repeated to fill them, L from [min_span,
     max_span] (at most half of `length`, so that the sequence repeats at least once)."""
-    top = min(max_span, length // 2)
-    if top < min_span:
-        raise ValueError(f"periodic: {length} tokens have no room for two periods of {min_span}")
-    period = int(rng.integers(min_span, top + 1))
+    period = int(rng.integers(min_span, longest_span("periodic", length, min_span, max_span) + 1))
     seq = rng.integers(low, high, period)
     return torch.from_numpy(np.resize(seq, length).astype(np.int64))
 
@@ -74,8 +77,7 @@ def periodic(rng: np.random.Generator, length: int, low: int, high: int, min_spa
 def copies(rng: np.random.Generator, length: int, low: int, high: int, min_span: int, max_span: int):
     """`length` random tokens from [low, high) cut into spans of [min_span, max_span]: each span after
     the first is, with probability 1/2, a copy of a stretch of its length from anywhere before it."""
-    if 2 * min_span > length:
-        raise ValueError(f"copies: {length} tokens have no room for two spans of {min_span}")
+    longest_span("copies", length, min_span, max_span)  # spans run to max_span; the last one is cut
     body = rng.integers(low, high, length)
     start = int(rng.integers(min_span, max_span + 1))  # the first span is always fresh
     while start < length:
@@ -86,9 +88,6 @@ def copies(rng: np.random.Generator, length: int, low: int, high: int, min_span:
             body[start:end] = body[source : source + end - start]
         start += span
     return torch.from_numpy(body.astype(np.int64))
-
-
-LAYOUTS = {"synthetic", "periodic", "copies"}  # SyntheticRepeats' layouts, InductionConfig.data's names
 
 
 class SyntheticRepeats(Dataset):
@@ -112,8 +111,8 @@ class SyntheticRepeats(Dataset):
         max_span: int,
         layout: str = "synthetic",
     ) -> None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"SyntheticRepeats: got layout {layout!r}, expected one of {sorted(LAYOUTS)}")
+        if layout not in TASKS:
+            raise ValueError(f"SyntheticRepeats: got layout {layout!r}, expected one of {list(TASKS)}")
         if not 0 <= low < high - 1:
             raise ValueError(
                 f"SyntheticRepeats: got token range [{low}, {high}), expected two tokens or more"

@@ -16,13 +16,12 @@ from typing import Any
 
 from lmforge.errors import DataError
 from lmforge.figures import plt, save_figure
-from lmforge.induction.config import InductionConfig, induction_config
+from lmforge.induction.config import TASKS, InductionConfig, induction_config
 from lmforge.io import write_json, write_text
 from lmforge.stage import Plan, StageResult, read
 from lmforge.stats import interval
 
-# the random-token runs' rows
-TASKS = {"synthetic": "synthetic task", "periodic": "periodic task", "copies": "copies task"}
+LABELS = {task: f"{task} task" for task in TASKS}  # the random-token runs' rows
 
 
 def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
@@ -33,7 +32,7 @@ def read_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
             raise DataError(f"{folder}: expected curve.csv and metrics.json (run pipelines/induction.py)")
         metrics = json.loads((folder / "metrics.json").read_text())
         share = metrics["repeat_share"]
-        label = TASKS.get(metrics.get("data", "text"), f"{share:.0%} repeated")
+        label = LABELS.get(metrics.get("data", "text"), f"{share:.0%} repeated")
         with (folder / "curve.csv").open() as f:
             rows = list(csv.DictReader(f))
         curve: dict[int, list[dict[str, float]]] = {}
