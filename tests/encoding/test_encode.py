@@ -120,16 +120,16 @@ def test_every_core_and_any_batch_size_give_the_same_ids(encoded_cfg, monkeypatc
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     seen = []
 
-    class Spy:  # the stage's tokenizer, noting the setting each encode_batch call ran under
+    class Spy:  # the stage's tokenizer, noting the setting each encode_batch_fast call ran under
         def __init__(self, tokenizer: Tokenizer) -> None:
             self.tokenizer = tokenizer
 
         def __getattr__(self, name: str):
             return getattr(self.tokenizer, name)
 
-        def encode_batch(self, *args, **kwargs):
+        def encode_batch_fast(self, *args, **kwargs):
             seen.append(os.environ.get("TOKENIZERS_PARALLELISM"))
-            return self.tokenizer.encode_batch(*args, **kwargs)
+            return self.tokenizer.encode_batch_fast(*args, **kwargs)
 
     monkeypatch.setattr(encode_module, "load_tokenizer", lambda path: Spy(load_tokenizer(path)))
     entry_stage("encode")(encoded_cfg)

@@ -3,8 +3,9 @@
 It reads both floors below it: the prepared documents (`lmforge.data`) and a trained tokenizer
 (`lmforge.tokenizer`).
 
-Every sentence is encoded with `encode_batch(..., add_special_tokens=False)`; datasets add the
-special tokens their objective needs. Output layout: see `lmforge.data.encoded`.
+Every sentence is encoded with `encode_batch_fast(..., add_special_tokens=False)`: the ids of
+`encode_batch` without the character offsets, which nothing downstream reads (about 20% less time
+per batch on this machine, docs/speed.md); datasets add the special tokens their objective needs. Output layout: see `lmforge.data.encoded`.
 
 It uses every core: `tokenizers`' Rust thread pool is switched on for the stage's own calls
 (`every_core`; `make repro` switches it off for the pipeline because other stages fork DataLoader
@@ -61,7 +62,7 @@ def encode_split(
     """Encode `documents` a batch at a time into `writer`; batch k+1 is encoded while k is written."""
 
     def encode(docs: list[Document]) -> Encoded:
-        return docs, tokenizer.encode_batch(
+        return docs, tokenizer.encode_batch_fast(
             [s for doc in docs for s in doc.sentences], add_special_tokens=False
         )
 
