@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from helpers import CONF, entry_stage, fails_in_one_line
 from lmforge.induction.data import RepeatedSpans, SyntheticRepeats, repeat_span
 from lmforge.induction.summary import verdict
+from lmforge.training.checkpoints import load_module
 
 
 def test_repeat_span_copies_an_earlier_span_over_a_later_one_and_nothing_else():
@@ -138,11 +139,17 @@ def test_the_synthetic_task_trains_and_summarises_apart(in_workspace):
     runs = "reports/induction/synthetic/runs"
     cfg = induction_config(
         "induction.name=classic", "induction.data=synthetic", "induction.synthetic_vocab=20",
-        "induction.seeds=[0]", f"induction.runs_dir={runs}",
+        "induction.seeds=[0]", f"induction.runs_dir={runs}", "induction.keep_steps=[3]",
     )  # fmt: skip
     entry_stage("induction")(cfg)
     metrics = json.loads((Path(runs) / "classic/metrics.json").read_text())
     assert metrics["data"] == "synthetic" and metrics["repeat_share"] == 1.0
+    # the kept weights: the listed step's and the last, each a model the interpretation code loads
+    kept = Path(runs) / "classic/seed0"
+    assert sorted(p.name for p in kept.iterdir()) == ["last.ckpt", "step3.ckpt"]
+    step3, last = (load_module(kept / name).model for name in ("step3.ckpt", "last.ckpt"))
+    pairs = zip(step3.state_dict().values(), last.state_dict().values(), strict=True)
+    assert not all(torch.equal(a, b) for a, b in pairs)  # three more steps trained between them
     out = "reports/induction/synthetic"
     entry_stage("induction_summary")(
         induction_config(f"induction.runs_dir={runs}", f"induction.out_dir={out}")
@@ -241,3 +248,10 @@ def test_copies_windows_copy_spans_from_distances_that_vary():
 def test_induction_refuses_a_share_outside_zero_to_one(in_workspace, capsys):
     err = fails_in_one_line(capsys, entry_stage("induction"), induction_config("induction.repeat_share=1.5"))
     assert "induction.repeat_share: got 1.5, expected a share in [0, 1]" in err
+
+
+def test_induction_refuses_kept_steps_past_the_run(in_workspace, capsys):
+    err = fails_in_one_line(capsys, entry_stage("induction"), induction_config("induction.keep_steps=[7]"))
+    assert "induction.keep_steps: got [7], expected steps within trainer.max_steps=6" in err
+    err = fails_in_one_line(capsys, entry_stage("induction"), induction_config("induction.keep_steps=[0]"))
+    assert "induction.keep_steps: got [0], expected optimizer steps >= 1" in err

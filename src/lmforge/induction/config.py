@@ -36,6 +36,9 @@ class InductionConfig:
     late_position: int = 100
     band: int = 5
     induction_threshold: float = 0.3  # a head whose score exceeds this is an induction head
+    # optimizer steps at which each seed's weights are kept, as {runs_dir}/{name}/seed<seed>/step<N>.ckpt,
+    # with last.ckpt at the end, for reading the heads' attention maps (`lmforge.interpret`); empty: none
+    keep_steps: list[int] = field(default_factory=list)
     runs_dir: str = rooted("reports/induction/runs", "${paths.reports}/induction/runs")
     out_dir: str = rooted("reports/induction", "${paths.reports}/induction")  # the summary's
 
@@ -65,6 +68,8 @@ class InductionConfig:
                 f"induction.early_position: got {self.early_position} and late_position "
                 f"{self.late_position}, expected band ({self.band}) <= early_position < late_position"
             )
+        if any(step < 1 for step in self.keep_steps):
+            raise ConfigError(f"induction.keep_steps: got {self.keep_steps}, expected optimizer steps >= 1")
         if not 0.0 < self.induction_threshold < 1.0:
             raise ConfigError(
                 f"induction.induction_threshold: got {self.induction_threshold}, expected a value in (0, 1)"

@@ -5,8 +5,10 @@ composes (the attention-only decoder by default), trained once per seed of `indu
 of which `induction.repeat_share` repeat an earlier span, or on the synthetic task of random tokens
 repeated (`induction.data`; `lmforge.induction.data`), probed every
 `induction.probe_every` steps (`lmforge.induction.probe`). Writes {runs_dir}/{name}/curve.csv (one
-row per seed and probe) and metrics.json. No checkpoint is kept: the study's outputs are the curves,
-which `lmforge.induction.summary` turns into the table and figure.
+row per seed and probe) and metrics.json: the study's outputs are the curves, which
+`lmforge.induction.summary` turns into the table and figure. Weights are kept only when
+`induction.keep_steps` names steps (seed<seed>/step<N>.ckpt and last.ckpt, for reading the heads'
+attention maps); the DVC stages keep none.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from lmforge.io import write_json, write_text
 from lmforge.model.config import ModelConfig, model_config
 from lmforge.stage import StageResult, read
 from lmforge.tokenizer.specials import load_tokenizer
+from lmforge.training.checkpoints import Checkpoints
 from lmforge.training.module import PretrainModule
 from lmforge.training.pretrain import TrainingPlan, encoded_inputs, prepare_run
 from lmforge.training.trainer import build_trainer
@@ -72,6 +75,11 @@ def run(plan: InductionPlan) -> StageResult:
             f"induction.late_position: got {cfg.late_position} + band {cfg.band}, expected it within the "
             f"{seq_len - 1} predictions of a train.seq_len={seq_len} window"
         )
+    if any(step > job.trainer.max_steps for step in cfg.keep_steps):
+        raise ConfigError(
+            f"induction.keep_steps: got {cfg.keep_steps}, expected steps within trainer.max_steps="
+            f"{job.trainer.max_steps}"
+        )
     if 2 * cfg.min_span > seq_len:
         raise ConfigError(
             f"induction.min_span: got {cfg.min_span}, expected two spans to fit {seq_len} tokens"
@@ -91,6 +99,7 @@ def run(plan: InductionPlan) -> StageResult:
     sequences = repeated_sequences(cfg.induction_sequences, cfg.induction_length, *low_high, eos, 0)
     positions = (cfg.early_position, cfg.late_position, cfg.band)
 
+    out = Path(cfg.runs_dir) / cfg.name
     rows: list[dict[str, Any]] = []
     for seed in cfg.seeds:
         L.seed_everything(seed, workers=True, verbose=False)
@@ -109,18 +118,22 @@ def run(plan: InductionPlan) -> StageResult:
         )
         module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
         probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
+        kept = (
+            [Checkpoints(out / f"seed{seed}", job.trainer.max_steps, keep_steps=cfg.keep_steps)]
+            if cfg.keep_steps
+            else []
+        )
         trainer = build_trainer(
             job.trainer,
-            callbacks=[probe],
-            enable_checkpointing=False,
+            callbacks=[probe, *kept],
+            enable_checkpointing=bool(kept),
             limit_val_batches=0,  # the probe measures the natural text; no checkpoint is chosen
             num_sanity_val_steps=0,
-            default_root_dir=str(Path(cfg.runs_dir) / cfg.name),
+            default_root_dir=str(out),
         )
         trainer.fit(module, datamodule=data)
         rows += [{"seed": seed, **row} for row in probe.rows]
 
-    out = Path(cfg.runs_dir) / cfg.name
     write_text(out / "curve.csv", _csv(rows))
     finals = {seed: [r for r in rows if r["seed"] == seed][-1] for seed in cfg.seeds}
     metrics = {
