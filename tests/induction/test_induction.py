@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from helpers import CONF, entry_stage, fails_in_one_line
 from lmforge.induction.data import RepeatedSpans, SyntheticRepeats, repeat_span
-from lmforge.induction.summary import verdict
+from lmforge.induction.summary import head_score, verdict
 from lmforge.training.checkpoints import load_module
 
 
@@ -84,6 +84,12 @@ def test_verdict_places_the_seed_interval_against_the_threshold(low, high, expec
     assert verdict(low, high, 0.3) == expected
 
 
+def test_curves_recorded_before_the_shifted_score_are_read_by_the_textbook_score():
+    new = {0: [{"max_induction_score": 0.1, "max_shifted_score": 0.5}]}
+    old = {0: [{"max_induction_score": 0.1}], 1: [{"max_induction_score": 0.2, "max_shifted_score": 0.5}]}
+    assert head_score(new) == "max_shifted_score" and head_score(old) == "max_induction_score"
+
+
 def induction_config(*overrides: str):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(
@@ -112,6 +118,7 @@ def test_induction_stages_end_to_end(in_workspace):
             rows = list(csv.DictReader(f))
         assert [(int(r["seed"]), int(r["step"])) for r in rows] == [(s, t) for s in (0, 1) for t in (0, 3, 6)]
         assert all(0.0 <= float(r["max_induction_score"]) <= 1.0 for r in rows)
+        assert all(0.0 <= float(r["max_shifted_score"]) <= 1.0 and int(r["shift"]) >= 0 for r in rows)
         assert [int(r["tokens"]) for r in rows[:3]] == [0, 3 * 8 * 64, 6 * 8 * 64]  # batch 8 x 64 tokens
         train_losses = [float(r["train_loss"]) for r in rows[:3]]  # the trained batch's loss, none at 0
         assert math.isnan(train_losses[0]) and all(2.0 < x < 12.0 for x in train_losses[1:])
@@ -128,6 +135,7 @@ def test_induction_stages_end_to_end(in_workspace):
     assert [row["name"] for row in report["shares"]] == ["share0", "share50"]  # ordered by share
     assert all(row["seeds"] == [0, 1] and row["steps"] == 6 for row in report["shares"])
     assert all(row["verdict"] in {"forms", "does not form", "not identified"} for row in report["shares"])
+    assert all(row["score"] == "shifted" and set(row["shift"]) == {"0", "1"} for row in report["shares"])
     assert summary.metrics["max_induction_score_share0"] == pytest.approx(
         report["shares"][0]["max_induction_score"][0]
     )

@@ -3,14 +3,18 @@ induction head formed, the probe must see one where one exists.
 
 A 2-layer attention-only decoder whose weights are set by hand, in disjoint subspaces of the residual
 stream (learned positions, RMSNorm so a norm only rescales, no biases):
-- tokens one-hot in dims [0, V), positions one-hot in [V, V + P), and a third block [V + P, 2V + P)
-  that layer 0 fills with the previous token;
+- tokens one-hot in dims [0, V), positions one-hot in [V, V + P), a third block [V + P, 2V + P) that
+  layer 0 fills with the previous token, and a fourth [2V + P, 3V + P) used only with a shift;
 - layer 0, head 0, a previous-token head: its query is position t moved to t - 1, its key the position,
   its value the token, written into the third block;
 - layer 1, head 0, an induction head: its query is the current token, its key the previous-token block
   (so it attends to the position just after the current token's earlier occurrence), its value the
   token there, written back onto the token block that the output layer reads;
-- the second head of each layer is all zeros (uniform attention, writes nothing).
+- the other heads are all zeros (uniform attention, writes nothing).
+With a shift s (`constructed(shift=s)`), head (0, 0) moves the token from s + 1 back and head (0, 1) the
+token from s back into the fourth block, which the induction head reads: it copies as well, through
+the key s positions after the textbook one. The 128-wide control of the induction study copies so
+(docs/findings.md), which the textbook score misses and `shifted_induction_scores` finds.
 
 The probe (`lmforge.interpret.induction`, which the induction study and `interpret` both use) must give
 that induction head a score near 1 and every other head a score near that of uniform attention, and
@@ -25,27 +29,36 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lmforge.interpret.induction import induction_scores, repeat_losses, repeated_sequences
+from lmforge.interpret.induction import (
+    induction_scores,
+    repeat_losses,
+    repeated_sequences,
+    shifted_induction_scores,
+)
 from lmforge.model import build_model
 from lmforge.model.config import ModelConfig
 
 V, P, L = 16, 20, 8  # vocabulary, position table, length of each copy (sequences are 2L + 1 long)
-HEAD = 32  # head_dim: two heads in a 64-wide stream
+D, HEAD = 96, 48  # the residual stream: two heads of 48; room for the four blocks of the docstring
 
 
 def config() -> ModelConfig:
     return ModelConfig(
-        vocab_size=V, d_model=64, n_layers=2, n_heads=2, mlp=False, position="learned", norm="rms",
+        vocab_size=V, d_model=D, n_layers=2, n_heads=2, mlp=False, position="learned", norm="rms",
         bias=False, tie_embeddings=False, max_seq_len=P,
     )  # fmt: skip
 
 
-def constructed() -> torch.nn.Module:
-    """The model of the docstring: a previous-token head (0, 0) feeding an induction head (1, 0)."""
+def constructed(shift: int = 0) -> torch.nn.Module:
+    """The model of the docstring: a previous-token head (0, 0) feeding an induction head (1, 0). With
+    `shift` s > 0, head (0, 0) moves the token from s + 1 back and head (0, 1) the token from s back,
+    so the induction head matches the key s positions after the token that followed the earlier
+    occurrence and reads there the token to copy: the same prediction through a shifted key."""
     torch.manual_seed(0)
     model = build_model(config()).eval()
-    T, POS, PREV = 0, V, V + P  # where each block starts in the residual stream
+    T, POS, PREV, NEXT = 0, V, V + P, 2 * V + P  # where each block starts in the residual stream
     sharp, copy = 6.0, 4.0  # attention logits of ~30 on the intended key; the copied token's weight
+    unit = (D / 2) ** 0.5  # RMSNorm of a token + position embedding: each one-hot entry becomes this
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
@@ -55,28 +68,33 @@ def constructed() -> torch.nn.Module:
         model.embeddings.tok.weight[:, T : T + V] = torch.eye(V)
         model.embeddings.pos.weight[:, POS : POS + P] = torch.eye(P)
         first, second = model.stack.layers
-        a = first.attn  # head 0 uses rows [0, HEAD) of q/k/v and columns [0, HEAD) of out_proj
-        for t in range(1, P):
-            a.q_proj.weight[t - 1, POS + t] = sharp  # position t asks for position t - 1 ...
-        for t in range(P):
-            a.k_proj.weight[t, POS + t] = 1.0  # ... which each key announces
-        a.v_proj.weight[:V, T : T + V] = torch.eye(V)  # the token there
-        a.out_proj.weight[PREV : PREV + V, :V] = torch.eye(V) / 5.66  # -> the previous-token block, ~1
+        a = first.attn  # head h uses rows [h * HEAD, (h + 1) * HEAD) of q/k/v and those columns of out_proj
+        for head, back, block in ((0, shift + 1, PREV), (1, shift, NEXT)):
+            if head == 1 and shift == 0:
+                break  # the token to copy is the key's own: no second head
+            rows = head * HEAD
+            for t in range(back, P):
+                a.q_proj.weight[rows + t - back, POS + t] = sharp  # position t asks for t - back ...
+            for t in range(P):
+                a.k_proj.weight[rows + t, POS + t] = 1.0  # ... which each key announces
+            a.v_proj.weight[rows : rows + V, T : T + V] = torch.eye(V)  # the token there
+            a.out_proj.weight[block : block + V, rows : rows + V] = torch.eye(V) / unit  # -> its block, ~1
         b = second.attn
         b.q_proj.weight[:V, T : T + V] = sharp * torch.eye(V)  # the current token ...
-        b.k_proj.weight[:V, PREV : PREV + V] = torch.eye(V)  # ... against each position's previous token
-        b.v_proj.weight[:V, T : T + V] = torch.eye(V)  # the token that followed it
+        b.k_proj.weight[:V, PREV : PREV + V] = torch.eye(V)  # ... against each position's moved token
+        read = T if shift == 0 else NEXT
+        b.v_proj.weight[:V, read : read + V] = torch.eye(V)  # the token that followed it
         b.out_proj.weight[T : T + V, :V] = copy * torch.eye(V)  # onto the token block
         model.head.proj.weight[:, T : T + V] = 4.0 * torch.eye(V)  # logits read the token block
     return model
 
 
-def sequences(n: int = 64) -> torch.Tensor:
+def sequences(n: int = 64, length: int = L) -> torch.Tensor:
     """[BOS, r_1..r_L, r_1..r_L] as `repeated_sequences` lays them out, each copy drawn without
     repeats: where a token occurs twice in a copy, a perfect induction head splits its attention
     between the tokens after each occurrence, and the score would measure the draw, not the probe."""
     g = torch.Generator().manual_seed(3)
-    half = torch.stack([torch.randperm(V - 1, generator=g)[:L] + 1 for _ in range(n)])
+    half = torch.stack([torch.randperm(V - 1, generator=g)[:length] + 1 for _ in range(n)])
     return torch.cat([torch.zeros(n, 1, dtype=torch.long), half, half], dim=1)
 
 
@@ -126,3 +144,47 @@ def test_the_check_fails_on_a_probe_that_reads_the_wrong_offset():
         scores = wrong_offset_scores(constructed(), sequences())
     with pytest.raises(AssertionError):
         assert scores[1, 0] > 0.95  # the first test's check, on the wrong probe
+
+
+SHORT = 6  # the second copy length of the shifted score's probes
+
+
+def probes() -> list[torch.Tensor]:
+    return [sequences(64, L), sequences(64, SHORT)]
+
+
+def test_the_shifted_score_finds_the_textbook_head_at_shift_zero_and_no_other_head():
+    scores = shifted_induction_scores(constructed(), probes())
+    assert scores.shape == (2, 2, SHORT - 1)
+    assert scores[1, 0, 0] > 0.95, scores[1, 0]
+    rest = torch.cat([scores[1, 0, 1:], scores[0].flatten(), scores[1, 1]])
+    assert (rest < uniform_score() + 0.05).all(), scores
+
+
+def test_a_head_on_a_shifted_key_is_missed_by_the_textbook_score_and_found_at_its_shift():
+    model = constructed(shift=3)
+    for length in (L, SHORT):  # it copies: the second copy is predicted from the first
+        assert repeat_losses(model, sequences(64, length))["second_copy_loss"] < 0.3
+    assert induction_scores(model, sequences())[1, 0] < uniform_score() + 0.05  # the textbook key misses it
+    scores = shifted_induction_scores(model, probes())
+    assert scores[1, 0].argmax() == 3 and scores[1, 0, 3] > 0.95, scores[1, 0]
+    assert (scores[0] < uniform_score() + 0.05).all() and (scores[1, 1] < uniform_score() + 0.05).all(), scores
+
+
+def test_a_head_at_a_fixed_distance_scores_at_one_length_only_and_is_dropped():
+    """Head (0, 0) of the shifted model attends 4 back whatever the tokens: at copy length 8 that is
+    shift 3's key, so one length alone would score it as the induction head; the second length does not."""
+    model = constructed(shift=3)
+    with torch.no_grad():
+        attention = model(sequences(), output_attentions=True).attentions[0][:, 0]
+    queries = torch.arange(L + 1, 2 * L + 1)
+    assert attention[:, queries, queries - L + 1 + 3].mean() > 0.95  # at one length: a perfect score
+    assert shifted_induction_scores(model, probes())[0, 0].max() < uniform_score() + 0.05
+
+
+def test_the_shifted_score_of_a_random_model_is_near_uniform_and_one_length_is_refused():
+    torch.manual_seed(0)
+    model = build_model(config()).eval()
+    assert (shifted_induction_scores(model, probes()) < uniform_score() + 0.05).all()
+    with pytest.raises(ValueError, match="expected two or more distinct"):
+        shifted_induction_scores(model, [sequences(), sequences()])

@@ -31,6 +31,9 @@ class InductionConfig:
     probe_every: int = 50  # optimizer steps between probes (and at step 0 and the last step)
     induction_sequences: int = 64  # random-token sequences repeated twice (lmforge.interpret.induction)
     induction_length: int = 63  # tokens per copy; 2 * length + 1 <= the model's max_seq_len
+    # a second copy length for the shifted induction score (lmforge.interpret.induction's
+    # `shifted_induction_scores`: a head scores at a shift only as much as it does at both lengths)
+    shift_length: int = 47
     icl_windows: int = 64  # validation windows for the in-context-learning score and the probe's loss
     early_position: int = 10  # the ICL score: loss around late_position minus loss around early_position
     late_position: int = 100
@@ -60,7 +63,12 @@ class InductionConfig:
             )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ConfigError(f"induction.seeds: got {self.seeds}, expected distinct integers")
-        for key in ("probe_every", "induction_sequences", "induction_length", "icl_windows"):
+        if self.shift_length == self.induction_length:
+            raise ConfigError(
+                f"induction.shift_length: got {self.shift_length}, expected a length other than "
+                f"induction_length ({self.induction_length})"
+            )
+        for key in ("probe_every", "induction_sequences", "induction_length", "shift_length", "icl_windows"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"induction.{key}: got {getattr(self, key)}, expected an integer >= 1")
         if not 0 <= self.early_position - self.band < self.early_position < self.late_position:

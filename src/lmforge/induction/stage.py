@@ -53,6 +53,10 @@ COLUMNS = (
     "max_induction_score",
     "best_layer",
     "best_head",
+    "max_shifted_score",
+    "shifted_layer",
+    "shifted_head",
+    "shift",
     "first_copy_loss",
     "second_copy_loss",
     "repeat_gain",
@@ -65,11 +69,12 @@ def run(plan: InductionPlan) -> StageResult:
     cfg = plan.induction
     job = prepare_run(plan, plan.model)
     seq_len = job.train.seq_len
-    if 2 * cfg.induction_length + 1 > job.model.max_seq_len:
-        raise ConfigError(
-            f"induction.induction_length: got {cfg.induction_length}, expected 2 * length + 1 <= the model's "
-            f"max_seq_len {job.model.max_seq_len}"
-        )
+    for key in ("induction_length", "shift_length"):
+        if 2 * getattr(cfg, key) + 1 > job.model.max_seq_len:
+            raise ConfigError(
+                f"induction.{key}: got {getattr(cfg, key)}, expected 2 * length + 1 <= the model's "
+                f"max_seq_len {job.model.max_seq_len}"
+            )
     if cfg.late_position + cfg.band >= seq_len - 1:
         raise ConfigError(
             f"induction.late_position: got {cfg.late_position} + band {cfg.band}, expected it within the "
@@ -97,6 +102,7 @@ def run(plan: InductionPlan) -> StageResult:
     # the probe's random tokens: the synthetic task's own, else the whole vocabulary
     low_high = synthetic or (n_special, job.vocab_size)
     sequences = repeated_sequences(cfg.induction_sequences, cfg.induction_length, *low_high, eos, 0)
+    shifted = repeated_sequences(cfg.induction_sequences, cfg.shift_length, *low_high, eos, 1)
     positions = (cfg.early_position, cfg.late_position, cfg.band)
 
     out = Path(cfg.runs_dir) / cfg.name
@@ -117,7 +123,9 @@ def run(plan: InductionPlan) -> StageResult:
             layout=cfg.data,
         )
         module = PretrainModule(job.model, job.objective, job.optim, job.trainer.max_steps)
-        probe = InductionProbe(sequences, windows, positions, cfg.probe_every, job.train.batch_size * seq_len)
+        probe = InductionProbe(
+            sequences, shifted, windows, positions, cfg.probe_every, job.train.batch_size * seq_len
+        )
         kept = (
             [Checkpoints(out / f"seed{seed}", job.trainer.max_steps, keep_steps=cfg.keep_steps)]
             if cfg.keep_steps
@@ -141,6 +149,7 @@ def run(plan: InductionPlan) -> StageResult:
         "steps": job.trainer.max_steps,
         "seeds": len(cfg.seeds),
         **{f"max_induction_score_seed{s}": r["max_induction_score"] for s, r in finals.items()},
+        **{f"max_shifted_score_seed{s}": r["max_shifted_score"] for s, r in finals.items()},
         **{f"icl_score_seed{s}": r["icl_score"] for s, r in finals.items()},
         **{f"repeat_gain_seed{s}": r["repeat_gain"] for s, r in finals.items()},
         **{f"loss_seed{s}": r["loss"] for s, r in finals.items()},

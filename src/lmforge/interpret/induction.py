@@ -6,6 +6,12 @@
   `repeat_losses` gives the mean next-token loss on each copy (targets r_2..r_L of each).
 - The induction score of a head: its mean attention, from each token of the second copy, to the
   token just after that token's occurrence in the first copy (key position query - L + 1).
+- The shifted induction score (`shifted_induction_scores`): the same at key query - L + 1 + s for
+  each shift s >= 0, the lowest over probes of two or more copy lengths. A head matches a key s
+  positions on when an earlier head moved the token there from s + 1 back (rather than from 1 back,
+  a previous-token head), and reads the token to copy that a head moving it from s back put there;
+  such a head follows the earlier occurrence from one length to the other, while a head that
+  attends a fixed distance back scores at one length only, so the lowest of the lengths drops it.
 - The in-context-learning score: mean loss at a late position of real text minus the loss at an
   early one (more context helps: negative). Olsson et al. read tokens 500 and 50 of 512-token
   contexts; the config scales the pair to the model's training length.
@@ -13,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +55,24 @@ def induction_scores(model: nn.Module, sequences: torch.Tensor) -> torch.Tensor:
     queries = torch.arange(L + 1, 2 * L + 1)  # the second copy's tokens r_1..r_L
     keys = queries - L + 1  # the first copy's token after each one's earlier occurrence
     return torch.stack([a[:, :, queries, keys].mean(dim=(0, 2)) for a in attentions])
+
+
+@torch.no_grad()
+def shifted_induction_scores(model: nn.Module, probes: Sequence[torch.Tensor]) -> torch.Tensor:
+    """(layers, heads, shifts): for shift s = 0 .. (the shortest copy length - 2), the mean attention
+    from second-copy tokens to key query - L + 1 + s, the lowest over `probes` (repeated sequences of
+    distinct copy lengths L; s = 0 is `induction_scores` at the lowest of the lengths)."""
+    lengths = [(p.shape[1] - 1) // 2 for p in probes]
+    if len(set(lengths)) < 2:
+        raise ValueError(f"shifted_induction_scores: got copy lengths {lengths}, expected two or more distinct")
+    shifts = torch.arange(min(lengths) - 1)
+    per_probe = []
+    for sequences, L in zip(probes, lengths, strict=True):
+        attentions = model(sequences, output_attentions=True).attentions  # per layer (n, H, T, T)
+        queries = torch.arange(L + 1, 2 * L + 1).expand(len(shifts), L)  # (shifts, L)
+        keys = queries - L + 1 + shifts[:, None]
+        per_probe.append(torch.stack([a[:, :, queries, keys].mean(dim=(0, 3)) for a in attentions]))
+    return torch.stack(per_probe).amin(dim=0)
 
 
 @torch.no_grad()
