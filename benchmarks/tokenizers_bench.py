@@ -7,8 +7,8 @@ equal and the ratio is the wrapper's overhead. For WordPiece the builder deliber
 vocabulary with BPE merges instead of `WordPieceTrainer` (whose ties break differently on every
 run), so the vocabularies differ; the row reports their overlap and what reproducibility costs.
 
-Encoding: the encode stage's per-split work (`lmforge.data.encode.encode_split`: read the prepared
-JSON lines, `encode_batch` about 1000 sentences of whole documents at a time, write the token
+Encoding: the encode stage's per-split work (`lmforge.encoding.encode.encode_split`: read the prepared
+JSON lines, `encode_batch_fast` about 1000 sentences of whole documents at a time, write the token
 arrays) against one `Tokenizer.encode_batch` call on the same sentences held in memory. The written
 arrays must equal the peer's ids.
 
@@ -167,7 +167,7 @@ def measure(kind: Kind, docs: list[Document], rounds: int, folder: Path) -> list
             "encode",
             encode,
             "Tokenizer.encode_batch",
-            ours_is="encode_split: read JSON lines + encode_batch per ~1000 sentences + write arrays",
+            ours_is="encode_split: read JSON lines + encode_batch_fast per ~1000 sentences + write arrays",
             ids_equal=bool(np.array_equal(written.astype(np.int64), expected)),
             tokens=int(expected.size),
         ),
