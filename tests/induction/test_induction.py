@@ -168,8 +168,11 @@ def test_the_synthetic_task_trains_and_summarises_apart(in_workspace):
     for name, data in [("repeating", "periodic"), ("again", "periodic")]:
         entry_stage("induction")(
             induction_config(
-                f"induction.name={name}", f"induction.data={data}", "induction.synthetic_vocab=20",
-                "induction.seeds=[0]", f"induction.runs_dir={runs}",
+                f"induction.name={name}",
+                f"induction.data={data}",
+                "induction.synthetic_vocab=20",
+                "induction.seeds=[0]",
+                f"induction.runs_dir={runs}",
             )  # fmt: skip
         )
     entry_stage("induction_summary")(

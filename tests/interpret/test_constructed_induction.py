@@ -29,6 +29,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lmforge.induction.maps import attention_by_distance, report
 from lmforge.interpret.induction import (
     induction_scores,
     repeat_losses,
@@ -168,7 +169,9 @@ def test_a_head_on_a_shifted_key_is_missed_by_the_textbook_score_and_found_at_it
     assert induction_scores(model, sequences())[1, 0] < uniform_score() + 0.05  # the textbook key misses it
     scores = shifted_induction_scores(model, probes())
     assert scores[1, 0].argmax() == 3 and scores[1, 0, 3] > 0.95, scores[1, 0]
-    assert (scores[0] < uniform_score() + 0.05).all() and (scores[1, 1] < uniform_score() + 0.05).all(), scores
+    assert (scores[0] < uniform_score() + 0.05).all() and (scores[1, 1] < uniform_score() + 0.05).all(), (
+        scores
+    )
 
 
 def test_a_head_at_a_fixed_distance_scores_at_one_length_only_and_is_dropped():
@@ -188,3 +191,15 @@ def test_the_shifted_score_of_a_random_model_is_near_uniform_and_one_length_is_r
     assert (shifted_induction_scores(model, probes()) < uniform_score() + 0.05).all()
     with pytest.raises(ValueError, match="expected two or more distinct"):
         shifted_induction_scores(model, [sequences(), sequences()])
+
+
+def test_the_maps_tool_reads_the_shifted_head_s_distance_moving_with_the_length():
+    """`lmforge.induction.maps`: head (0, 0) of the shifted model stays 4 back at both lengths (position);
+    the induction head moves with the copy length, L - 1 - 3 back (content), and the report says so."""
+    model = constructed(shift=3)
+    for length in (L, SHORT):
+        by = attention_by_distance(model, sequences(64, length))
+        assert by.shape == (2, 2, 2 * length + 1)
+        assert int(by[0, 0].argmax()) == 4 and int(by[1, 0].argmax()) == length - 1 - 3
+    text = report(model, [L, SHORT], low=1, high=V, bos=0)
+    assert "shifted score over lengths [8, 6]:" in text and "layer 2 head 1, shift 3" in text

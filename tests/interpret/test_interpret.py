@@ -241,6 +241,10 @@ def test_interpret_stage_end_to_end(in_workspace):
     assert [t["step"] for t in report["trajectory"]] == [1, 3, 10]
     assert result.metrics["lens_final_loss"] == pytest.approx(report["logit_lens"][-1]["loss"])
     assert 0.0 <= result.metrics["max_induction_score"] <= 1.0
+    shifted = torch.tensor(report["shifted_scores"])  # each head's best shift, at two copy lengths
+    assert shifted.shape == torch.tensor(report["induction_scores"]).shape
+    assert result.metrics["max_shifted_score"] == pytest.approx(shifted.max().item())
+    assert all(0 <= s for layer in report["shifts"] for s in layer)
 
     # a final checkpoint with a kept one's weights is measured once, under the kept one's numbers
     twin = interpret_config(*overrides, "interpret.final=step3", "interpret.out_dir=reports/interpret/twin")

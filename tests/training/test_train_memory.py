@@ -67,4 +67,6 @@ def test_pretraining_on_a_50_mb_split_takes_the_memory_of_a_small_one(workspace,
     big_split(big / "data/encoded/bpe")
     assert (big / "data/encoded/bpe/train.bin").stat().st_size == 2 * N_TOKENS  # uint16: 50 MB
     small_mb, big_mb = peak_mb(small, "small"), peak_mb(big, "big")
-    assert big_mb - small_mb < GROWTH_MB, f"peak RSS {small_mb:.0f} MB on the smoke split, {big_mb:.0f} MB on 50 MB"
+    assert big_mb - small_mb < GROWTH_MB, (
+        f"peak RSS {small_mb:.0f} MB on the smoke split, {big_mb:.0f} MB on 50 MB"
+    )

@@ -327,8 +327,9 @@ CLAIMS: dict[str, Claim] = {
             "dvc.yaml `interpret@decoder` and `interpret@attn_only` (conf/interpret/: the default decoder and "
             "the same recipe without MLPs, `pretrain_probe@attn_only`; each at 10%, 30% and 100% of its "
             "pretraining): `dvc repro interpret`; and pipelines/experiments/dvc.yaml `induction@<share>` "
-            "(the attention-only decoder, 3 seeds, on windows of which a share repeat an earlier span, or on "
-            "random tokens that repeat, the positive control; probed every 50 steps; conf/induction.yaml): "
+            "(the attention-only decoder at 2 x 128 wide, two heads of 64, constant lr 1e-3, 3,000 steps, 3 "
+            "seeds, on windows of which a share repeat an earlier span, or on a sequence of random tokens "
+            "repeated, the positive control; probed every 100 steps; conf/induction.yaml): "
             "`dvc repro pipelines/experiments/dvc.yaml:induction_summary`",
             sources={
                 "report": "interpret/{name}/interpret.json",
@@ -345,15 +346,15 @@ CLAIMS: dict[str, Claim] = {
             "head within its budget, not identified when no control did; its in-context learning is "
             "reproduced when the ICL score's interval lies below zero, refuted when above, not distinguishable "
             "when it covers zero; in the repeated-span study, a run is reproduced when the seeds' interval of "
-            "the best head's final score lies above the threshold, refuted when it lies below (not identified "
+            "the best head's final score (the shifted score: the key s >= 0 positions after the textbook one, "
+            "at two copy lengths) lies above the threshold, refuted when it lies below (not identified "
             "while no control formed a head)",
             untested="no decoder was looked into",
-            needed="a positive control the probe can score: on repeated random tokens the 128-wide "
-            "attention-only decoder learns to copy in a phase change (one seed, about step 2,000; 64 wide "
-            "it did not in 10,000 steps) while no head attends to the token after the earlier occurrence "
-            "(docs/findings.md#interpretability-of-the-decoder); next its attention maps from a kept "
-            "checkpoint, the probe's key widened to what they show, three seeds, then the text shares at "
-            "that budget and width",
+            needed="the study rerun at the control's width and budget (pipelines/experiments induction@*, "
+            "owed): in one-seed runs outside it the 128-wide control formed a head on a shifted key (score "
+            "0.62 and 0.61, first above 0.3 at steps 2,000 and 2,100; docs/findings.md#interpretability-of-"
+            "the-decoder), which the textbook score, and so the study's last run, could not see; the default "
+            "pipeline's `interpret` still reads the textbook score only",
             # the decoders `interpret` looks into (dvc.yaml: interpret@<name>), in the report's order
             keys={"decoders": {"decoder": "default decoder", "attn_only": "attention-only decoder"}},
         ),

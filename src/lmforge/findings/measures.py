@@ -395,12 +395,15 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
         icl = Interval(last["icl_score"], *last["icl_interval"])
         heads = bool(report["induction_heads"]) and report["repeat_gain"] >= cfg.induction_gain_floor
         largest = max(max(layer) for layer in report["induction_scores"])
+        shifted = report.get("max_shifted_score")  # reports written before the shifted score lack it
         formed += [name] if heads else []
         parts += [
             Part(
                 f"induction heads in the {label}",
                 {"heads": heads, "control": formed_control},
-                note=f"largest score {largest:.3f} (threshold {report['induction_threshold']}), first copy - "
+                note=f"largest score {largest:.3f}"
+                + ("" if shifted is None else f", shifted {shifted:.3f}")
+                + f" (threshold {report['induction_threshold']}), first copy - "
                 f"second {report['repeat_gain']:+.2f} nats" + ("" if heads else f"; {control_note}"),
             ),
             Part(f"in-context learning in the {label}", {"icl": icl}, note=f"ICL score {icl.show()} nats"),
@@ -411,8 +414,12 @@ def induction(ev: Evidence, claim: Claim, cfg: FindingsConfig, figures: Path) ->
                 f"{report['first_copy_loss']:.2f}, {report['second_copy_loss']:.2f}",
             ),
             (
-                f"{label}: largest induction score of any head",
-                f"{largest:.3f} (threshold {report['induction_threshold']}; heads above: "
+                f"{label}: largest induction score of any head (textbook"
+                + ("" if shifted is None else ", shifted")
+                + ")",
+                f"{largest:.3f}"
+                + ("" if shifted is None else f", {shifted:.3f}")
+                + f" (threshold {report['induction_threshold']}; heads above: "
                 f"{', '.join(report['induction_heads']) or 'none'})",
             ),
         ]

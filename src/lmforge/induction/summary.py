@@ -93,9 +93,7 @@ def summarise(plan: InductionSummaryPlan) -> StageResult:
         icl, icl_low, icl_high = interval([r["icl_score"] for r in finals.values()])
         gain, gain_low, gain_high = interval([r["repeat_gain"] for r in finals.values()])
         first = {
-            seed: next(
-                (int(r["step"]) for r in rows if r[key] > cfg.induction_threshold), None
-            )
+            seed: next((int(r["step"]) for r in rows if r[key] > cfg.induction_threshold), None)
             for seed, rows in run_["curve"].items()
         }
         table.append(
@@ -109,7 +107,9 @@ def summarise(plan: InductionSummaryPlan) -> StageResult:
                 "score": "shifted" if key == "max_shifted_score" else "textbook",
                 "head_score": [score, low, high],
                 "max_induction_score": list(textbook),
-                "shift": {str(s): int(r["shift"]) for s, r in finals.items()} if key == "max_shifted_score" else {},
+                "shift": {str(s): int(r["shift"]) for s, r in finals.items()}
+                if key == "max_shifted_score"
+                else {},
                 "verdict": verdict(low, high, cfg.induction_threshold),
                 "first_step_above_threshold": {str(s): step for s, step in first.items()},
                 "icl_score": [icl, icl_low, icl_high],

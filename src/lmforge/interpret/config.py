@@ -27,6 +27,8 @@ class InterpretConfig:
     batch_size: int = 32
     induction_sequences: int = 64  # random-token sequences, each repeated twice
     induction_length: int = 63  # tokens per copy; with the leading EOS, 2 * length + 1 <= max_seq_len
+    # the second copy length of the shifted induction score (`shifted_induction_scores`)
+    shift_length: int = 47
     # The ICL score: mean loss around late_position minus mean loss around early_position (each over
     # positions p - band .. p + band; one position of the test split is too noisy alone). Olsson et
     # al. 2022 read tokens 500 and 50 of 512-token contexts; 100 and 10 are that pair at 128.
@@ -48,7 +50,12 @@ class InterpretConfig:
             raise ConfigError(
                 f"interpret.max_windows: got {self.max_windows}, expected null or an integer >= 1"
             )
-        for name in ["batch_size", "induction_sequences", "induction_length"]:
+        if self.shift_length == self.induction_length:
+            raise ConfigError(
+                f"interpret.shift_length: got {self.shift_length}, expected a length other than "
+                f"induction_length ({self.induction_length})"
+            )
+        for name in ["batch_size", "induction_sequences", "induction_length", "shift_length"]:
             if getattr(self, name) < 1:
                 raise ConfigError(f"interpret.{name}: got {getattr(self, name)}, expected an integer >= 1")
         if self.band < 0:

@@ -64,7 +64,9 @@ def shifted_induction_scores(model: nn.Module, probes: Sequence[torch.Tensor]) -
     distinct copy lengths L; s = 0 is `induction_scores` at the lowest of the lengths)."""
     lengths = [(p.shape[1] - 1) // 2 for p in probes]
     if len(set(lengths)) < 2:
-        raise ValueError(f"shifted_induction_scores: got copy lengths {lengths}, expected two or more distinct")
+        raise ValueError(
+            f"shifted_induction_scores: got copy lengths {lengths}, expected two or more distinct"
+        )
     shifts = torch.arange(min(lengths) - 1)
     per_probe = []
     for sequences, L in zip(probes, lengths, strict=True):

@@ -38,6 +38,7 @@ from lmforge.interpret.induction import (
     induction_scores,
     repeat_losses,
     repeated_sequences,
+    shifted_induction_scores,
     token_losses,
 )
 from lmforge.interpret.lens import logit_lens, masked_logit_lens
@@ -106,16 +107,21 @@ class Measures:
 
 def _decoder_prepare(inputs: Inputs) -> dict[str, Any]:
     cfg, config = inputs.cfg, inputs.model.config
-    if 2 * cfg.induction_length + 1 > config.max_seq_len:
-        raise DataError(
-            f"interpret.induction_length: got {cfg.induction_length}, expected 2 * length + 1 <= the model's "
-            f"max_seq_len {config.max_seq_len}"
-        )
+    for key in ("induction_length", "shift_length"):
+        if 2 * getattr(cfg, key) + 1 > config.max_seq_len:
+            raise DataError(
+                f"interpret.{key}: got {getattr(cfg, key)}, expected 2 * length + 1 <= the model's "
+                f"max_seq_len {config.max_seq_len}"
+            )
     eos = inputs.specials.eos
+    low, high = inputs.n_special, config.vocab_size
     return {
         "windows": text_windows(inputs.encoded_dir, inputs.length, eos, cfg.max_windows, cfg.batch_size),
         "sequences": repeated_sequences(
-            cfg.induction_sequences, cfg.induction_length, inputs.n_special, config.vocab_size, eos, cfg.seed
+            cfg.induction_sequences, cfg.induction_length, low, high, eos, cfg.seed
+        ),
+        "shifted": repeated_sequences(
+            cfg.induction_sequences, cfg.shift_length, low, high, eos, cfg.seed + 1
         ),
     }
 
@@ -123,6 +129,7 @@ def _decoder_prepare(inputs: Inputs) -> dict[str, Any]:
 def _decoder_at(model: nn.Module, shared: dict[str, Any], cfg: InterpretConfig) -> dict[str, Any]:
     windows, sequences = shared["windows"], shared["sequences"]
     score = induction_scores(model, sequences)
+    by_shift = shifted_induction_scores(model, [sequences, shared["shifted"]])  # (layers, heads, shifts)
     losses = token_losses(model, windows)
     by_position = losses.mean(0)
     _, icl_low, icl_high = interval(
@@ -132,6 +139,9 @@ def _decoder_at(model: nn.Module, shared: dict[str, Any], cfg: InterpretConfig) 
         **repeat_losses(model, sequences),
         "induction_scores": score.tolist(),
         "max_induction_score": score.max().item(),
+        "shifted_scores": by_shift.amax(-1).tolist(),  # each head's best shift's score
+        "shifts": by_shift.argmax(-1).tolist(),  # and that shift
+        "max_shifted_score": by_shift.max().item(),
         "icl_score": icl_score(by_position, cfg.early_position, cfg.late_position, cfg.band),
         "icl_interval": [icl_low, icl_high],  # 95% Student-t over the windows' own scores
         "loss_by_position": by_position.tolist(),
@@ -143,6 +153,7 @@ def _decoder_metrics(report: dict[str, Any]) -> dict[str, float]:
     last = report["trajectory"][-1]
     metrics = {
         "max_induction_score": report["max_induction_score"],
+        "max_shifted_score": report["max_shifted_score"],
         "induction_heads": float(len(report["induction_heads"])),
         "first_copy_loss": report["first_copy_loss"],
         "second_copy_loss": report["second_copy_loss"],
@@ -163,14 +174,16 @@ def _decoder_summary(report: dict[str, Any], cfg: InterpretConfig) -> list[str]:
         "",
         f"Random tokens repeated twice ({cfg.induction_sequences} sequences of 2 x {cfg.induction_length}): "
         f"loss {report['first_copy_loss']:.3f} on the first copy, {report['second_copy_loss']:.3f} on the second.",
-        f"Induction heads (score > {report['induction_threshold']}): "
-        f"{', '.join(report['induction_heads']) or 'none'}.",
+        f"Induction heads (textbook or shifted score > {report['induction_threshold']}; the shifted score "
+        f"reads the key s positions after the textbook one, the lower of copy lengths {cfg.induction_length} "
+        f"and {cfg.shift_length}): {', '.join(report['induction_heads']) or 'none'}.",
         "",
-        "| checkpoint | first copy | second copy | max induction score | ICL score (95% interval) |",
-        "|---|---|---|---|---|",
+        "| checkpoint | first copy | second copy | max induction score | max shifted score | ICL score (95% interval) |",
+        "|---|---|---|---|---|---|",
         *[
             f"| {t['checkpoint']} | {t['first_copy_loss']:.3f} | {t['second_copy_loss']:.3f} | "
-            f"{t['max_induction_score']:.3f} | {t['icl_score']:+.3f} [{t['icl_interval'][0]:+.3f}, "
+            f"{t['max_induction_score']:.3f} | {t['max_shifted_score']:.3f} | "
+            f"{t['icl_score']:+.3f} [{t['icl_interval'][0]:+.3f}, "
             f"{t['icl_interval'][1]:+.3f}] |"
             for t in report["trajectory"]
         ],
@@ -291,10 +304,13 @@ def run(plan: InterpretPlan) -> StageResult:
         "trajectory": trajectory,
     }
     if "induction_scores" in measured:
-        scores = torch.tensor(measured["induction_scores"])
+        textbook = torch.tensor(measured["induction_scores"])
+        shifted, shifts = torch.tensor(measured["shifted_scores"]), measured["shifts"]
+        above = (textbook > cfg.induction_threshold) | (shifted > cfg.induction_threshold)
         report["induction_heads"] = [
             f"L{layer + 1}H{head + 1}"
-            for layer, head in (scores > cfg.induction_threshold).nonzero().tolist()
+            + ("" if textbook[layer, head] > cfg.induction_threshold else f" (shift {shifts[layer][head]})")
+            for layer, head in above.nonzero().tolist()
         ]
         report["induction_threshold"] = cfg.induction_threshold
 
