@@ -156,7 +156,7 @@ def probes() -> list[torch.Tensor]:
 
 def test_the_shifted_score_finds_the_textbook_head_at_shift_zero_and_no_other_head():
     scores = shifted_induction_scores(constructed(), probes())
-    assert scores.shape == (2, 2, SHORT - 1)
+    assert scores.shape == (2, 2, SHORT)  # shifts 0 .. SHORT - 1: the last one's key is the query
     assert scores[1, 0, 0] > 0.95, scores[1, 0]
     rest = torch.cat([scores[1, 0, 1:], scores[0].flatten(), scores[1, 1]])
     assert (rest < uniform_score() + 0.05).all(), scores
@@ -203,3 +203,12 @@ def test_the_maps_tool_reads_the_shifted_head_s_distance_moving_with_the_length(
         assert int(by[0, 0].argmax()) == 4 and int(by[1, 0].argmax()) == length - 1 - 3
     text = report(model, [L, SHORT], low=1, high=V, bos=0)
     assert "shifted score over lengths [8, 6]:" in text and "layer 2 head 1, shift 3" in text
+
+
+def test_the_largest_shift_a_probe_can_show_is_scored_its_key_being_the_query_itself():
+    """Shift SHORT - 1: at the shorter copy length the key is the query, whose token from SHORT back is
+    the earlier occurrence (the 128-wide control's seed 2 copies so, through heads 46 and 47 back)."""
+    model = constructed(shift=SHORT - 1)
+    assert repeat_losses(model, sequences(64, SHORT))["second_copy_loss"] < 0.3
+    scores = shifted_induction_scores(model, probes())
+    assert scores[1, 0].argmax() == SHORT - 1 and scores[1, 0, SHORT - 1] > 0.95, scores[1, 0]

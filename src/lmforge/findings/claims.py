@@ -351,10 +351,11 @@ CLAIMS: dict[str, Claim] = {
             "while no control formed a head)",
             untested="no decoder was looked into",
             needed="the study rerun at the control's width and budget (pipelines/experiments induction@*, "
-            "owed): in one-seed runs outside it the 128-wide control formed a head on a shifted key (score "
-            "0.62 and 0.61, first above 0.3 at steps 2,000 and 2,100; docs/findings.md#interpretability-of-"
-            "the-decoder), which the textbook score, and so the study's last run, could not see; the default "
-            "pipeline's `interpret` still reads the textbook score only",
+            "owed): outside it, three one-seed runs of the 128-wide control each copied after a phase change "
+            "(steps about 2,000, 2,100 and 1,300) through a head on a shifted key, which the textbook score, "
+            "and so the study's last run, could not see (shifted score 0.62, 0.61 and 0.39 at step 3,000; "
+            "docs/findings.md#interpretability-of-the-decoder); one seed of the 50% share at that width and "
+            "budget formed none (0.013)",
             # the decoders `interpret` looks into (dvc.yaml: interpret@<name>), in the report's order
             keys={"decoders": {"decoder": "default decoder", "attn_only": "attention-only decoder"}},
         ),

@@ -9,7 +9,8 @@ of its mean attention from the second copy's tokens. A head that matches content
 with L (an induction head on the textbook key attends L - 1 back; on a key shifted by s, L - 1 - s); a
 head that attends by position keeps it. Then the shifted score's best head and shift over the lengths
 (`lmforge.interpret.induction.shifted_induction_scores`). The sequences are the study's: the tokenizer's
-first `vocab` non-special ids (0: all), drawn from seed 0, after an EOS.
+first `vocab` non-special ids (0: all), after an EOS, the k-th length's drawn from seed k (the study's
+probe draws its two lengths from seeds 0 and 1).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def attention_by_distance(model: nn.Module, sequences: torch.Tensor) -> torch.Te
 
 
 def report(model: nn.Module, lengths: list[int], low: int, high: int, bos: int) -> str:
-    probes = [repeated_sequences(64, length, low, high, bos, 0) for length in lengths]
+    probes = [repeated_sequences(64, length, low, high, bos, i) for i, length in enumerate(lengths)]
     lines = []
     for length, sequences in zip(lengths, probes, strict=True):
         losses = repeat_losses(model, sequences)

@@ -59,15 +59,17 @@ def induction_scores(model: nn.Module, sequences: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def shifted_induction_scores(model: nn.Module, probes: Sequence[torch.Tensor]) -> torch.Tensor:
-    """(layers, heads, shifts): for shift s = 0 .. (the shortest copy length - 2), the mean attention
+    """(layers, heads, shifts): for shift s = 0 .. (the shortest copy length - 1), the mean attention
     from second-copy tokens to key query - L + 1 + s, the lowest over `probes` (repeated sequences of
-    distinct copy lengths L; s = 0 is `induction_scores` at the lowest of the lengths)."""
+    distinct copy lengths L; s = 0 is `induction_scores` at the lowest of the lengths). The last shift's
+    key is the query itself, where an earlier head moving tokens from L back has put the current token's
+    earlier occurrence: the largest lag a probe of length L can show."""
     lengths = [(p.shape[1] - 1) // 2 for p in probes]
     if len(set(lengths)) < 2:
         raise ValueError(
             f"shifted_induction_scores: got copy lengths {lengths}, expected two or more distinct"
         )
-    shifts = torch.arange(min(lengths) - 1)
+    shifts = torch.arange(min(lengths))
     per_probe = []
     for sequences, L in zip(probes, lengths, strict=True):
         attentions = model(sequences, output_attentions=True).attentions  # per layer (n, H, T, T)
